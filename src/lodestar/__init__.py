@@ -1,0 +1,21 @@
+"""lodestar: exact, tie-averaged and differentiable ranking metrics in JAX.
+
+The public surface:
+
+* :mod:`lodestar.metrics`: exact DCG, NDCG and reciprocal rank, one value per
+  list, averaged over tied scores; jit-, vmap- and backend-agnostic.
+* :mod:`lodestar.sklearn`: drop-ins for scikit-learn's ``dcg_score`` and
+  ``ndcg_score``, plus ``reciprocal_rank_score``.
+"""
+
+from lodestar import metrics as metrics
+from lodestar import sklearn as sklearn
+from lodestar._validation import InvalidParameterError as InvalidParameterError
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "InvalidParameterError",
+    "metrics",
+    "sklearn",
+]

@@ -1,0 +1,377 @@
+"""The rank and tie engine: every exact metric is a thin formula over it.
+
+Sort one list by descending score. Equal scores form *tie blocks*. For each
+item ``i`` the engine reports two counts:
+
+* ``above[i]``: the number of real items with a strictly higher score;
+* ``tied[i]``: the size of ``i``'s tie block, ``i`` included.
+
+Under a uniformly random tie-break item ``i`` lands on each position
+``above[i] .. above[i] + tied[i] - 1`` with probability ``1 / tied[i]``
+(McSherry & Najork, 2008), so any metric that is a sum over positions of
+``gain(label) * w(position)`` has the exact tie-averaged value
+``sum_i gain_i * mean(w[above_i : above_i + tied_i])``. With
+``ignore_ties=True`` the engine instead breaks ties by descending index and
+reports ``above`` as the 0-based position and ``tied`` as 1.
+
+Contract shared by every method:
+
+* Padding (``valid == False``) takes no part: it is never counted in another
+  item's ``above`` or ``tied``. A padding item itself gets ``above = n`` and
+  ``tied = 1``; formulas mask it out.
+* With a cut-off ``k``, counts are exact for every item whose block starts
+  before ``k`` (``above < k``). An item whose block starts at or after ``k``
+  gets some ``above >= k``; it is invisible to a metric truncated at ``k``.
+* Scores reach the engine through :func:`jax.lax.stop_gradient`: the counts
+  are integers and carry no gradient.
+
+Four methods compute the counts; :func:`tie_blocks` picks one per shape and
+backend. The choice and its measurements are recorded in
+``docs/decisions/0004-rank-engine-algorithms.md``.
+
+* ``"pairwise"``: O(n^2) comparisons, no sort; fastest for short lists.
+* ``"topk"``: :func:`jax.lax.top_k` then O(n k) comparisons against the top
+  values; for ``k`` much smaller than ``n``.
+* ``"sort"``: one multi-operand :func:`jax.lax.sort`, block bounds by
+  cumulative max/min, then a scatter back to item order. Used on GPU and TPU.
+* ``"host"``: NumPy's vectorised sort behind :func:`jax.pure_callback`, on
+  CPU only, where XLA's sort is far slower than NumPy's.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+METHODS = ("auto", "pairwise", "topk", "sort", "host")
+
+# Thresholds for method="auto"; measured in benchmarks/bench_engine.py and
+# recorded in docs/decisions/0004-rank-engine-algorithms.md.
+PAIRWISE_MAX_N = 16
+TOPK_MAX_K = 64
+
+
+class TieBlocks(NamedTuple):
+    """Per-item tie-block counts; see the module docstring for the contract.
+
+    Attributes:
+      above: int32 ``(..., n)``, real items ranked strictly above each item.
+      tied: int32 ``(..., n)``, the size of each item's tie block (>= 1).
+    """
+
+    above: jax.Array
+    tied: jax.Array
+
+
+def rankable(scores: jax.Array) -> jax.Array:
+    """Scores in a dtype whose order all methods agree on, gradient stopped.
+
+    Booleans become uint8 and half floats become float32; both conversions
+    preserve order exactly. Negative zero becomes zero. Integer scores keep their dtype: they are compared,
+    never negated, so unsigned values cannot wrap around.
+    """
+    scores = lax.stop_gradient(scores)
+    if scores.dtype == jnp.bool_:
+        return scores.astype(jnp.uint8)
+    if jnp.issubdtype(scores.dtype, jnp.floating):
+        if jnp.finfo(scores.dtype).bits < 32:
+            scores = scores.astype(jnp.float32)
+        # -0.0 equals 0.0, but sorts below it in XLA's total order: make the
+        # two one value so every method sees one tie.
+        return jnp.where(scores == 0, jnp.zeros((), scores.dtype), scores)
+    return scores
+
+
+def choose_method(n: int, k: int | None) -> str:
+    """The method ``"auto"`` resolves to for a list length and cut-off."""
+    if n <= PAIRWISE_MAX_N:
+        return "pairwise"
+    if k is not None and k < n and k <= TOPK_MAX_K:
+        return "topk"
+    return "sort_or_host"
+
+
+def tie_blocks(
+    scores: jax.Array,
+    valid: jax.Array | None,
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    method: str = "auto",
+) -> TieBlocks:
+    """Compute per-item ``(above, tied)`` counts over the last axis.
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      valid: ``(..., n)`` boolean mask of real items, or None for all real.
+      k: Only blocks starting before ``k`` need exact counts (None: all).
+      ignore_ties: Break ties by descending index instead of averaging.
+      method: One of :data:`METHODS`.
+
+    Returns:
+      A :class:`TieBlocks` of int32 arrays shaped like ``scores``.
+    """
+    scores = rankable(scores)
+    n = scores.shape[-1]
+    if valid is None:
+        valid = jnp.ones(scores.shape, bool)
+    if k is not None and k >= n:
+        k = None
+    if method == "auto":
+        method = choose_method(n, k)
+    if method == "topk" and k is None:
+        method = "sort_or_host"
+    if n == 0:
+        empty = jnp.zeros(scores.shape, jnp.int32)
+        return TieBlocks(empty, empty + 1)
+    if method == "pairwise":
+        return _pairwise(scores, valid, ignore_ties)
+    if method == "topk":
+        return _topk(scores, valid, k, ignore_ties)
+    if method == "sort":
+        return _xla_sort(scores, valid, ignore_ties)
+    if method == "host":
+        return _host(scores, valid, ignore_ties)
+    if method == "sort_or_host":
+        return lax.platform_dependent(
+            scores,
+            valid,
+            cpu=lambda s, v: _host(s, v, ignore_ties),
+            default=lambda s, v: _xla_sort(s, v, ignore_ties),
+        )
+    raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
+
+
+def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
+    n = scores.shape[-1]
+    other = scores[..., None, :]
+    this = scores[..., :, None]
+    other_valid = valid[..., None, :]
+    higher = other > this
+    if ignore_ties:
+        index = jnp.arange(n)
+        later = index[None, :] > index[:, None]
+        higher = higher | ((other == this) & later)
+    above = jnp.sum(higher & other_valid, axis=-1, dtype=jnp.int32)
+    if ignore_ties:
+        tied = jnp.ones_like(above)
+    else:
+        # max(., 1): a NaN score equals nothing, not even itself.
+        tied = jnp.maximum(jnp.sum((other == this) & other_valid, axis=-1, dtype=jnp.int32), 1)
+    return _mask_padding(TieBlocks(above, tied), valid)
+
+
+def _lowest(dtype) -> jax.Array:
+    if jnp.issubdtype(dtype, jnp.floating):
+        return jnp.array(-jnp.inf, dtype)
+    return jnp.array(jnp.iinfo(dtype).min, dtype)
+
+
+def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
+    masked = jnp.where(valid, scores, _lowest(scores.dtype))
+    top_values, top_index = lax.top_k(masked, k)
+    # Without the barrier XLA may fuse the consumers of top_k's outputs into a
+    # full sort, which is what this path exists to avoid.
+    top_values, top_index, masked = lax.optimization_barrier((top_values, top_index, masked))
+    threshold = top_values[..., k - 1 : k]
+    above_threshold = scores > threshold
+    at_threshold = (scores == threshold) & valid
+    count_above = jnp.sum(top_values > threshold, axis=-1, keepdims=True, dtype=jnp.int32)
+
+    this = scores[..., :, None]
+    higher_in_top = top_values[..., None, :] > this
+    if ignore_ties:
+        later_in_top = (top_values[..., None, :] == this) & (
+            top_index[..., None, :] > jnp.arange(scores.shape[-1])[:, None]
+        )
+        above_top = jnp.sum(higher_in_top | later_in_top, axis=-1, dtype=jnp.int32)
+        # Tied at the threshold: count the threshold items with a larger index.
+        later_at_threshold = (
+            jnp.flip(jnp.cumsum(jnp.flip(at_threshold, -1), axis=-1, dtype=jnp.int32), -1)
+            - at_threshold
+        )
+        above_at = count_above + later_at_threshold
+        tied_top = tied_at = 1
+    else:
+        above_top = jnp.sum(higher_in_top, axis=-1, dtype=jnp.int32)
+        tied_top = jnp.sum(top_values[..., None, :] == this, axis=-1, dtype=jnp.int32)
+        above_at = jnp.broadcast_to(count_above, scores.shape)
+        tied_at = jnp.sum(at_threshold, axis=-1, keepdims=True, dtype=jnp.int32)
+    above = jnp.where(above_threshold, above_top, jnp.where(at_threshold, above_at, k))
+    tied = jnp.where(above_threshold, tied_top, jnp.where(at_threshold, tied_at, 1))
+    return _mask_padding(TieBlocks(above, jnp.maximum(tied, 1)), valid)
+
+
+def _descending_key(scores):
+    if jnp.issubdtype(scores.dtype, jnp.floating):
+        return -scores
+    # Bitwise not reverses the order of signed and unsigned integers alike
+    # without the overflow of negation.
+    return jnp.invert(scores)
+
+
+def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
+    n = scores.shape[-1]
+    axis = scores.ndim - 1
+    index = lax.broadcasted_iota(jnp.int32, scores.shape, axis)
+    padding_last = jnp.logical_not(valid).astype(jnp.int8)
+    keys = [padding_last, _descending_key(scores)]
+    if ignore_ties:
+        keys.append(jnp.invert(index))
+    *sorted_keys, order = lax.sort((*keys, index), dimension=axis, num_keys=len(keys))
+    sorted_padding, sorted_scores = sorted_keys[0], sorted_keys[1]
+    position = index
+    if ignore_ties:
+        above_sorted = position
+        tied_sorted = jnp.ones_like(position)
+    else:
+        same = (sorted_scores[..., 1:] == sorted_scores[..., :-1]) & (
+            sorted_padding[..., 1:] == sorted_padding[..., :-1]
+        )
+        first = jnp.concatenate([jnp.ones(same.shape[:-1] + (1,), bool), ~same], axis=-1)
+        last = jnp.concatenate([~same, jnp.ones(same.shape[:-1] + (1,), bool)], axis=-1)
+        start = lax.cummax(jnp.where(first, position, 0), axis=axis)
+        end = lax.cummin(jnp.where(last, position + 1, n), axis=axis, reverse=True)
+        above_sorted, tied_sorted = start, end - start
+
+    def unsort(values, order):
+        return jnp.zeros_like(values).at[order].set(values, unique_indices=True)
+
+    flat_order = order.reshape(-1, n)
+    above = jax.vmap(unsort)(above_sorted.reshape(-1, n), flat_order).reshape(scores.shape)
+    tied = jax.vmap(unsort)(tied_sorted.reshape(-1, n), flat_order).reshape(scores.shape)
+    return _mask_padding(TieBlocks(above, tied), valid)
+
+
+def _host(scores, valid, ignore_ties) -> TieBlocks:
+    out = jax.ShapeDtypeStruct(scores.shape, jnp.int32)
+    above, tied = jax.pure_callback(
+        lambda s, v: host_tie_blocks(np.asarray(s), np.asarray(v), ignore_ties),
+        (out, out),
+        scores,
+        valid,
+        vmap_method="broadcast_all",
+    )
+    return TieBlocks(above, tied)
+
+
+def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
+    """NumPy implementation of the engine contract (no cut-off), any batch shape."""
+    shape = scores.shape
+    n = shape[-1]
+    scores = scores.reshape(-1, n)
+    valid = np.broadcast_to(valid, shape).reshape(-1, n)
+    rows = scores.shape[0]
+    # A stable ascending sort, reversed, ranks ties by descending index.
+    order = np.argsort(scores, axis=-1, kind="stable")[:, ::-1]
+    sorted_valid = np.take_along_axis(valid, order, axis=-1)
+    if not sorted_valid.all():
+        # Stable radix sort on the flag moves padding last, keeping the rest.
+        padding_last = np.argsort(~sorted_valid, axis=-1, kind="stable")
+        order = np.take_along_axis(order, padding_last, axis=-1)
+        sorted_valid = np.take_along_axis(sorted_valid, padding_last, axis=-1)
+    position = np.broadcast_to(np.arange(n, dtype=np.int32), (rows, n))
+    if ignore_ties:
+        above_sorted = position
+        tied_sorted = np.ones((rows, n), np.int32)
+    else:
+        sorted_scores = np.take_along_axis(scores, order, axis=-1)
+        same = (sorted_scores[:, 1:] == sorted_scores[:, :-1]) & (
+            sorted_valid[:, 1:] == sorted_valid[:, :-1]
+        )
+        # Accumulate over the flattened batch: every row starts a block, so the
+        # running max (min) never crosses a row boundary, and the 1-D
+        # accumulation is several times faster than along axis -1.
+        offset = (np.arange(rows, dtype=np.int64) * n)[:, None]
+        first = np.ones((rows, n), bool)
+        first[:, 1:] = ~same
+        last = np.ones((rows, n), bool)
+        last[:, :-1] = ~same
+        flat_position = position + offset
+        start = np.maximum.accumulate(np.where(first, flat_position, 0).ravel())
+        end = np.minimum.accumulate(
+            np.where(last, flat_position + 1, np.iinfo(np.int64).max).ravel()[::-1]
+        )[::-1]
+        above_sorted = (start.reshape(rows, n) - offset).astype(np.int32)
+        tied_sorted = (end - start).reshape(rows, n).astype(np.int32)
+    destination = (order + (np.arange(rows) * n)[:, None]).ravel()
+    above = np.empty(rows * n, np.int32)
+    tied = np.empty(rows * n, np.int32)
+    above[destination] = above_sorted.ravel()
+    tied[destination] = tied_sorted.ravel()
+    above = np.where(valid.ravel(), above, n)
+    tied = np.where(valid.ravel(), tied, 1)
+    return above.reshape(shape), tied.reshape(shape)
+
+
+def _mask_padding(blocks: TieBlocks, valid) -> TieBlocks:
+    n = valid.shape[-1]
+    return TieBlocks(
+        jnp.where(valid, blocks.above, n).astype(jnp.int32),
+        jnp.where(valid, blocks.tied, 1).astype(jnp.int32),
+    )
+
+
+def block_mean(cumulative_table: jax.Array, blocks: TieBlocks) -> jax.Array:
+    """Each item's mean of a positional table over the positions its block spans.
+
+    Args:
+      cumulative_table: ``(n + 1,)`` prefix sums ``W`` of a positional table.
+      blocks: Per-item counts from :func:`tie_blocks`.
+
+    Returns:
+      ``(W[above + tied] - W[above]) / tied`` per item, indices clipped to ``n``.
+    """
+    n = cumulative_table.shape[0] - 1
+    start = jnp.minimum(blocks.above, n)
+    stop = jnp.minimum(blocks.above + blocks.tied, n)
+    span = cumulative_table[stop] - cumulative_table[start]
+    return span / blocks.tied.astype(span.dtype)
+
+
+class FirstRelevantBlock(NamedTuple):
+    """The tie block holding the highest-ranked relevant item of each list.
+
+    Attributes:
+      above: ``(...)`` items above the block; ``n`` if no item is relevant.
+      size: ``(...)`` the block's size ``m`` (0 if no item is relevant).
+      relevant: ``(...)`` relevant items in the block ``r`` (0 if none).
+    """
+
+    above: jax.Array
+    size: jax.Array
+    relevant: jax.Array
+
+
+def first_relevant_block(blocks: TieBlocks, relevant: jax.Array) -> FirstRelevantBlock:
+    """Locate the first block holding a relevant item; ``relevant`` excludes padding."""
+    n = relevant.shape[-1]
+    above = jnp.min(jnp.where(relevant, blocks.above, n), axis=-1, initial=n)
+    in_block = relevant & (blocks.above == above[..., None])
+    size = jnp.max(jnp.where(in_block, blocks.tied, 0), axis=-1, initial=0)
+    count = jnp.sum(in_block, axis=-1, dtype=jnp.int32)
+    return FirstRelevantBlock(above, size, count)
+
+
+def first_relevant_position_probabilities(block: FirstRelevantBlock, length: int, dtype):
+    """P(the first relevant item sits at offset j in its block), j = 1 .. length.
+
+    With ``m`` tied items of which ``r`` are relevant, under a uniformly random
+    order ``P(j) = C(m - j, r - 1) / C(m, r)`` for ``j = 1 .. m - r + 1``. It is
+    evaluated as ``P(1) = r / m`` and ``P(j + 1) = P(j) (m - j - r + 1) / (m - j)``:
+    a running product with no factorials, so no overflow at any ``m``.
+
+    Returns:
+      ``(..., length)`` probabilities; all zero where ``r == 0``.
+    """
+    m = block.size[..., None].astype(dtype)
+    r = block.relevant[..., None].astype(dtype)
+    j = jnp.arange(1, length, dtype=dtype)
+    possible = j <= m - r
+    ratio = jnp.where(possible, (m - j - r + 1) / jnp.where(possible, m - j, 1), 0)
+    first = jnp.where(r > 0, r / jnp.maximum(m, 1), 0)
+    return jnp.cumprod(jnp.concatenate([first, ratio], axis=-1), axis=-1)

@@ -1,0 +1,227 @@
+"""Parameter and value validation shared by every public function.
+
+Two kinds of check live here, and the message text of both lives here once:
+
+* **Static checks** look only at Python values and array shapes and dtypes
+  (``k``, ``log_base``, ``gain``, shapes). They run at trace time, so they raise
+  under ``jax.jit`` exactly as they do eagerly.
+* **Value checks** look at array contents (NaN, infinity, negative labels).
+  On concrete arrays they raise :class:`ValueError` immediately. On traced
+  arrays they become :func:`jax.experimental.checkify.debug_check` calls,
+  which cost nothing unless the caller wraps the function in
+  :func:`jax.experimental.checkify.checkify`.
+
+The message forms follow scikit-learn's ``validate_params`` and
+``check_array`` so that the drop-ins in :mod:`lodestar.sklearn` can raise the
+very same text. See ``docs/decisions/0003-validation-under-jit.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter has the wrong type or a value outside its valid range.
+
+    Mirrors ``sklearn.utils._param_validation.InvalidParameterError``: it
+    inherits from both :class:`ValueError` and :class:`TypeError`, so code that
+    catches either keeps working.
+    """
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def check_k(k, *, caller: str) -> int | None:
+    """Return ``k`` as a Python int, or None; refuse anything else.
+
+    Args:
+      k: The cut-off. ``None`` or an integer >= 1.
+      caller: The public function's name, used in the message.
+
+    Returns:
+      ``None`` or ``int(k)``.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an integer >= 1.
+    """
+    if k is None:
+        return None
+    if not _is_int(k) or k < 1:
+        raise InvalidParameterError(
+            f"The 'k' parameter of {caller} must be an int in the range "
+            f"[1, inf) or None. Got {k!r} instead."
+        )
+    return int(k)
+
+
+def check_log_base(log_base, *, caller: str) -> float:
+    """Return ``log_base`` as a float in (0, inf); refuse anything else.
+
+    A base below 1 is accepted (the discounts turn negative) and a base of
+    exactly 1 is accepted (every discount is 0), as in scikit-learn.
+
+    Raises:
+      InvalidParameterError: ``log_base`` is not a real number in (0, inf):
+        zero, negative, NaN, infinite, a bool, or not a number at all.
+    """
+    if (
+        isinstance(log_base, bool)
+        or not isinstance(log_base, numbers.Real)
+        or not (0.0 < float(log_base) < math.inf)
+    ):
+        raise InvalidParameterError(
+            f"The 'log_base' parameter of {caller} must be a float in the range "
+            f"(0.0, inf). Got {log_base!r} instead."
+        )
+    return float(log_base)
+
+
+def check_bool(value, *, name: str, caller: str) -> bool:
+    """Return ``value`` as a bool; refuse non-booleans (1, "yes", None)."""
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be an instance of 'bool' or an "
+            f"instance of 'numpy.bool'. Got {value!r} instead."
+        )
+    return bool(value)
+
+
+GAINS = ("linear", "exp2")
+
+
+def check_gain(gain, *, caller: str) -> str | Callable:
+    """Return ``gain`` if it is ``"linear"``, ``"exp2"`` or a callable."""
+    if callable(gain) or (isinstance(gain, str) and gain in GAINS):
+        return gain
+    raise InvalidParameterError(
+        f"The 'gain' parameter of {caller} must be a str among "
+        f"{{'linear', 'exp2'}} or a callable. Got {gain!r} instead."
+    )
+
+
+def check_lists(scores, labels, where, *, caller: str):
+    """Check the static shapes and dtypes of ``(scores, labels, where)``.
+
+    Args:
+      scores: Array of shape ``(..., n)``.
+      labels: Array of the same shape.
+      where: None, or a boolean array of the same shape.
+      caller: The public function's name, used in messages.
+
+    Returns:
+      ``(scores, labels, where)`` as JAX arrays; ``where`` stays None if it was.
+
+    Raises:
+      ValueError: an input is 0-dimensional, the shapes differ, an input is
+        not numeric, or ``where`` is not boolean.
+    """
+    scores = _as_numeric_array(scores, name="scores", caller=caller)
+    labels = _as_numeric_array(labels, name="labels", caller=caller)
+    if scores.ndim == 0:
+        raise ValueError(
+            f"{caller} expects scores of shape (..., n) with at least one "
+            "dimension; got a scalar."
+        )
+    if scores.shape != labels.shape:
+        raise ValueError(
+            f"{caller} expects scores and labels of the same shape; got scores "
+            f"{scores.shape} and labels {labels.shape}."
+        )
+    if where is not None:
+        where = jnp.asarray(where)
+        if where.dtype != jnp.bool_:
+            raise ValueError(
+                f"{caller} expects `where` to be a boolean mask; got dtype "
+                f"{where.dtype}."
+            )
+        if where.shape != scores.shape:
+            raise ValueError(
+                f"{caller} expects `where` of the same shape as scores; got "
+                f"where {where.shape} and scores {scores.shape}."
+            )
+    return scores, labels, where
+
+
+def _as_numeric_array(x, *, name: str, caller: str) -> jax.Array:
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(x).dtype
+    if not (
+        jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_)
+    ) or jnp.issubdtype(dtype, jnp.complexfloating):
+        raise ValueError(
+            f"{caller} expects real-valued numeric {name}; got dtype {dtype}."
+        )
+    return jnp.asarray(x)
+
+
+def _is_concrete(*arrays) -> bool:
+    return not any(isinstance(a, jax.core.Tracer) for a in arrays)
+
+
+def nonfinite_message(name: str, *, nan: bool, dtype) -> str:
+    """The message scikit-learn's ``check_array`` uses for NaN or infinity."""
+    if nan:
+        return f"Input {name} contains NaN."
+    return f"Input {name} contains infinity or a value too large for {dtype!r}."
+
+
+def check_values(
+    scores: jax.Array,
+    labels: jax.Array,
+    where: jax.Array | None,
+    *,
+    caller: str,
+    nonnegative_labels: bool = False,
+) -> None:
+    """Refuse NaN and infinity (and, for NDCG, negative labels) in real items.
+
+    Padding items (``where == False``) are never inspected: padding may hold
+    anything.
+
+    On concrete arrays this raises :class:`ValueError` at once. On traced
+    arrays it registers ``checkify.debug_check`` calls instead, which raise
+    only under :func:`jax.experimental.checkify.checkify`; without it, a NaN
+    score turns that list's result into NaN (see the metric docstrings).
+
+    Raises:
+      ValueError: on concrete inputs holding NaN or infinity, or negative
+        labels when ``nonnegative_labels`` is set.
+    """
+    valid = jnp.ones(scores.shape, bool) if where is None else where
+    checks = []
+    for name, x in (("scores", scores), ("labels", labels)):
+        if jnp.issubdtype(x.dtype, jnp.inexact):
+            checks.append(
+                (jnp.any(valid & jnp.isnan(x)), nonfinite_message(name, nan=True, dtype=x.dtype))
+            )
+            checks.append(
+                (
+                    jnp.any(valid & jnp.isinf(x)),
+                    nonfinite_message(name, nan=False, dtype=np.dtype(x.dtype)),
+                )
+            )
+    if nonnegative_labels:
+        checks.append(
+            (
+                jnp.any(valid & (labels < 0)),
+                f"{caller} should not be used on negative labels.",
+            )
+        )
+    if _is_concrete(scores, labels, where):
+        for failed, message in checks:
+            if bool(failed):
+                raise ValueError(message)
+    else:
+        for failed, message in checks:
+            checkify.debug_check(jnp.logical_not(failed), message)

@@ -1,0 +1,273 @@
+"""Drop-in replacements for scikit-learn's ranking scores.
+
+``dcg_score`` and ``ndcg_score`` take the arguments of
+``sklearn.metrics.dcg_score`` and ``sklearn.metrics.ndcg_score``, refuse the
+same inputs with the same exception class and message text, and return the
+same Python float: the (optionally ``sample_weight``-weighted) mean over the
+rows of ``y_true`` and ``y_score``, both of shape ``(n_samples, n_labels)``.
+``reciprocal_rank_score`` follows the same conventions.
+
+They always compute in float64, whatever ``jax_enable_x64`` says, and agree
+with scikit-learn to 1e-12 relative. The arithmetic is :mod:`lodestar.metrics`;
+this module only validates like scikit-learn and averages like
+``numpy.average``.
+
+Where scikit-learn fails obscurely (a column-count mismatch surfaces there as a
+broadcasting error), lodestar raises a :class:`ValueError` naming both shapes.
+Two deliberate differences: ``k=True`` and ``log_base=True`` are refused
+instead of being read as 1, and ``dcg_score`` refuses a single-document input
+with NDCG's sentence rather than a message about target types.
+
+>>> from lodestar.sklearn import ndcg_score
+>>> ndcg_score([[10, 0, 0, 1, 5]], [[0.1, 0.2, 0.3, 4, 70]])
+0.6956940443813076
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from lodestar import _validation, metrics
+
+__all__ = ["dcg_score", "ndcg_score", "reciprocal_rank_score"]
+
+_SUPPORTED_TARGETS = (
+    "multilabel-indicator",
+    "continuous-multioutput",
+    "multiclass-multioutput",
+)
+
+
+def _one_dimensional_target_type(y: np.ndarray) -> str:
+    """scikit-learn's ``type_of_target`` for the 1-D inputs it then refuses."""
+    if y.dtype.kind == "f" and np.any(y != y.astype(int)):
+        return "continuous"
+    return "multiclass" if np.unique(y).shape[0] > 2 else "binary"
+
+
+def _as_checked_array(x) -> np.ndarray:
+    array = np.asarray(x)
+    if array.dtype.kind in "SUa":
+        raise ValueError(
+            "dtype='numeric' is not compatible with arrays of bytes/strings."
+            "Convert your data to numeric values explicitly instead."
+        )
+    if array.dtype.kind == "O":
+        array = array.astype(np.float64)
+    if array.ndim > 2:
+        raise ValueError(f"Found array with dim {array.ndim}, while dim <= 2 is required.")
+    if array.shape[0] < 1 if array.ndim else True:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={array.shape}) while a minimum of 1 "
+            "is required."
+        )
+    if array.dtype.kind in "fc":
+        if np.isnan(array).any():
+            raise ValueError("Input contains NaN.")
+        if np.isinf(array).any():
+            raise ValueError(
+                f"Input contains infinity or a value too large for {array.dtype!r}."
+            )
+    return array
+
+
+def _check_inputs(y_true, y_score, sample_weight, *, caller, single_document_name):
+    y_true = _as_checked_array(y_true)
+    y_score = _as_checked_array(y_score)
+    lengths = [len(y_true), len(y_score)]
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight)
+        if sample_weight.ndim != 1:
+            raise ValueError(
+                f"sample_weight must be 1-D, one weight per sample; got shape "
+                f"{sample_weight.shape}."
+            )
+        lengths.append(len(sample_weight))
+    if len(set(lengths)) > 1:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: {lengths}"
+        )
+    if caller == "ndcg_score" and y_true.min() < 0:
+        raise ValueError("ndcg_score should not be used on negative y_true values.")
+    if y_true.ndim > 1 and y_true.shape[1] <= 1:
+        raise ValueError(
+            f"Computing {single_document_name} is only meaningful when there is more "
+            f"than 1 document. Got {y_true.shape[1]} instead."
+        )
+    if y_true.ndim == 1:
+        raise ValueError(
+            f"Only {_SUPPORTED_TARGETS} formats are supported. Got "
+            f"{_one_dimensional_target_type(y_true)} instead"
+        )
+    if y_true.shape != y_score.shape:
+        raise ValueError(
+            f"y_true and y_score must have the same shape (n_samples, n_labels); got "
+            f"y_true {y_true.shape} and y_score {y_score.shape}."
+        )
+    return y_true, y_score, sample_weight
+
+
+def _labels64(y_true: np.ndarray) -> np.ndarray:
+    return y_true.astype(np.float64)
+
+
+def _mean(per_row: jax.Array, sample_weight) -> float:
+    return float(np.average(np.asarray(per_row), weights=sample_weight))
+
+
+def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore_ties=False):
+    """Mean DCG over the rows, a drop-in for ``sklearn.metrics.dcg_score``.
+
+    Args:
+      y_true: ``(n_samples, n_labels)`` relevance of each document. Negative
+        values are accepted and can make the score negative.
+      y_score: ``(n_samples, n_labels)`` scores the ranking is made from.
+      k: Score only the first ``k`` positions; None, or a ``k`` past
+        ``n_labels``, scores whole rows.
+      log_base: Base of the discount, in (0, inf); below 1 the score turns
+        negative, and exactly 1 makes every discount 0.
+      sample_weight: ``(n_samples,)`` weights of the rows, or None. Over a
+        single row it cancels, since it multiplies both halves of the mean.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders; correct only when genuine ties cannot occur.
+
+    Returns:
+      float: the weighted mean over rows of the DCG, linear gains. Unbounded
+      above; use :func:`ndcg_score` for a number in [0, 1].
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1;
+        ``log_base`` is not in (0, inf) (zero, negative, NaN, infinite);
+        ``ignore_ties`` is not a bool.
+      ValueError: an input is not numeric, has more than 2 dimensions, no
+        rows, NaN or infinity; the inputs disagree in their number of rows or
+        in shape; there are fewer than 2 documents per row; the input is 1-D;
+        ``sample_weight`` has the wrong length or is not 1-D.
+      ZeroDivisionError: ``sample_weight`` sums to zero (numpy.average's
+        refusal).
+
+    Example:
+      >>> from lodestar.sklearn import dcg_score
+      >>> dcg_score([[3, 2, 1, 0]], [[0.5, 0.5, 0.5, 0.5]])
+      3.8423...
+      >>> dcg_score([[3, 2, 1, 0]], [[0.5, 0.5, 0.5, 0.5]], ignore_ties=True)
+      2.9229...
+
+    Remarks:
+      The gains are linear; use :func:`lodestar.metrics.dcg` with
+      ``gain="exp2"`` for :math:`2^\\ell - 1`.
+
+    References:
+      Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    k = _validation.check_k(k, caller="dcg_score")
+    log_base = _validation.check_log_base(log_base, caller="dcg_score")
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="dcg_score")
+    y_true, y_score, sample_weight = _check_inputs(
+        y_true, y_score, sample_weight, caller="dcg_score", single_document_name="NDCG"
+    )
+    with jax.enable_x64(True):
+        per_row = metrics.dcg(
+            y_score, _labels64(y_true), k=k, log_base=log_base, ignore_ties=ignore_ties
+        )
+        return _mean(per_row, sample_weight)
+
+
+def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False):
+    """Mean NDCG over the rows, a drop-in for ``sklearn.metrics.ndcg_score``.
+
+    Args:
+      y_true: ``(n_samples, n_labels)`` non-negative relevance of each document.
+      y_score: ``(n_samples, n_labels)`` scores the ranking is made from.
+      k: Score only the first ``k`` positions; None, or a ``k`` past
+        ``n_labels``, scores whole rows.
+      sample_weight: ``(n_samples,)`` weights of the rows, or None.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders; correct only when genuine ties cannot occur.
+
+    Returns:
+      float in [0, 1]: the weighted mean over rows of the NDCG. A row with no
+      relevant document scores 0.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1;
+        ``ignore_ties`` is not a bool.
+      ValueError: as :func:`dcg_score`, and when ``y_true`` holds a negative
+        value.
+      ZeroDivisionError: ``sample_weight`` sums to zero.
+
+    Example:
+      >>> from lodestar.sklearn import ndcg_score
+      >>> ndcg_score([[10, 0, 0, 1, 5]], [[1, 0, 0, 0, 1]], k=1)
+      0.75
+
+    References:
+      Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    k = _validation.check_k(k, caller="ndcg_score")
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="ndcg_score")
+    y_true, y_score, sample_weight = _check_inputs(
+        y_true, y_score, sample_weight, caller="ndcg_score", single_document_name="NDCG"
+    )
+    with jax.enable_x64(True):
+        per_row = metrics.ndcg(y_score, _labels64(y_true), k=k, ignore_ties=ignore_ties)
+        return _mean(per_row, sample_weight)
+
+
+def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False):
+    """Mean reciprocal rank (MRR) over the rows, in scikit-learn's conventions.
+
+    scikit-learn has no reciprocal-rank function; this one validates and
+    averages exactly as :func:`dcg_score` does.
+
+    Args:
+      y_true: ``(n_samples, n_labels)`` relevance; any non-zero value is
+        relevant, and 3 counts no more than 1.
+      y_score: ``(n_samples, n_labels)`` scores the ranking is made from.
+      k: Only a first relevant document within the first ``k`` positions
+        counts; None, or a ``k`` past ``n_labels``, looks at whole rows.
+      sample_weight: ``(n_samples,)`` weights of the rows, or None.
+      ignore_ties: Rank tied scores by descending index instead of taking the
+        expectation over their orders.
+
+    Returns:
+      float in [0, 1]: 1 when every row puts a relevant document first, 0 when
+      no row retrieves one. A row with no relevant document contributes 0 and
+      is never dropped from the mean.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1;
+        ``ignore_ties`` is not a bool.
+      ValueError: as :func:`dcg_score`.
+      ZeroDivisionError: ``sample_weight`` sums to zero.
+
+    Example:
+      >>> from lodestar.sklearn import reciprocal_rank_score
+      >>> relevance = [[0, 1, 0, 0], [1, 0, 0, 0]]
+      >>> scores = [[0.9, 0.5, 0.4, 0.1], [0.9, 0.5, 0.4, 0.1]]
+      >>> reciprocal_rank_score(relevance, scores)
+      0.75
+
+    References:
+      Voorhees, "The TREC-8 question answering track report", TREC 1999.
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    k = _validation.check_k(k, caller="reciprocal_rank_score")
+    ignore_ties = _validation.check_bool(
+        ignore_ties, name="ignore_ties", caller="reciprocal_rank_score"
+    )
+    y_true, y_score, sample_weight = _check_inputs(
+        y_true,
+        y_score,
+        sample_weight,
+        caller="reciprocal_rank_score",
+        single_document_name="reciprocal rank",
+    )
+    with jax.enable_x64(True):
+        per_row = metrics.reciprocal_rank(
+            y_score, _labels64(y_true), k=k, ignore_ties=ignore_ties
+        )
+        return _mean(per_row, sample_weight)

@@ -1,0 +1,26 @@
+"""Test configuration: float64 on, and hypothesis profiles.
+
+The exact paths are checked in float64 against scikit-learn, so the suite runs
+with ``jax_enable_x64``; float32 behaviour is tested with float32 arrays (and
+with x64 switched off where the default dtype matters).
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import jax
+from hypothesis import HealthCheck, settings
+
+jax.config.update("jax_enable_x64", True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+settings.register_profile(
+    "default",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

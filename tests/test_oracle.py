@@ -1,0 +1,170 @@
+"""Exact metrics against the all-permutations brute force (n <= 7, every k).
+
+Tolerance: float64, ``rtol=1e-12, atol=1e-12``; the brute force sums the same
+discounts in another order, so only round-off separates the two.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import oracles
+from lodestar import _ranking, metrics
+
+TOL = dict(rtol=1e-12, atol=1e-12)
+
+score_values = st.sampled_from([0.0, 0.25, 0.5, 0.5, 1.0, -1.0, 3.0])
+
+
+@st.composite
+def short_lists(draw, max_n=7):
+    n = draw(st.integers(1, max_n))
+    scores = draw(st.lists(score_values, min_size=n, max_size=n))
+    labels = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    k = draw(st.one_of(st.none(), st.integers(1, n + 2)))
+    return np.array(scores), np.array(labels, dtype=np.float64), k
+
+
+@given(short_lists(), st.sampled_from([2.0, 10.0, np.e, 0.5]))
+def test_dcg_is_the_mean_over_tie_breaking_orders(case, log_base):
+    scores, labels, k = case
+    expected = oracles.tie_average(oracles.dcg_of_order, scores, labels, k=k, log_base=log_base)
+    got = metrics.dcg(scores, labels, k=k, log_base=log_base)
+    np.testing.assert_allclose(got, expected, **TOL)
+
+
+@given(short_lists(), st.sampled_from(["linear", "exp2"]))
+def test_ndcg_is_the_mean_over_tie_breaking_orders(case, gain):
+    scores, labels, k = case
+    gain_fn = (lambda x: x) if gain == "linear" else (lambda x: 2.0**x - 1)
+    expected = oracles.tie_average(oracles.ndcg_of_order, scores, labels, k=k, gain=gain_fn)
+    got = metrics.ndcg(scores, labels, k=k, gain=gain)
+    np.testing.assert_allclose(got, expected, **TOL)
+
+
+@given(short_lists())
+def test_reciprocal_rank_is_the_mean_over_tie_breaking_orders(case):
+    scores, labels, k = case
+    expected = oracles.tie_average(oracles.rr_of_order, scores, labels, k=k)
+    got = metrics.reciprocal_rank(scores, labels, k=k)
+    np.testing.assert_allclose(got, expected, **TOL)
+
+
+@given(short_lists())
+def test_ignore_ties_uses_descending_index_order(case):
+    scores, labels, k = case
+    for metric, oracle in [
+        (metrics.dcg, oracles.dcg_of_order),
+        (metrics.ndcg, oracles.ndcg_of_order),
+        (metrics.reciprocal_rank, oracles.rr_of_order),
+    ]:
+        expected = oracles.ignoring_ties(oracle, scores, labels, k=k)
+        np.testing.assert_allclose(metric(scores, labels, k=k, ignore_ties=True), expected, **TOL)
+
+
+@given(short_lists(max_n=6), st.data())
+def test_padding_anywhere_changes_nothing(case, data):
+    scores, labels, k = case
+    n_pad = data.draw(st.integers(1, 4))
+    slots = data.draw(st.permutations(range(len(scores) + n_pad)))
+    real_slots = sorted(slots[: len(scores)])
+    padded_scores = np.array(data.draw(st.lists(score_values, min_size=len(slots), max_size=len(slots))))
+    padded_labels = np.full(len(slots), 3.0)
+    where = np.zeros(len(slots), bool)
+    padded_scores[real_slots] = scores
+    padded_labels[real_slots] = labels
+    where[real_slots] = True
+    # Padding holding NaN must not leak either.
+    padded_scores[~where] = np.where(np.arange(n_pad) % 2, np.nan, padded_scores[~where])
+    # Real items keep their relative order, so even the descending-index
+    # tie-break of ignore_ties=True must be unchanged by the padding.
+    for ignore_ties in (False, True):
+        for metric in (metrics.dcg, metrics.ndcg, metrics.reciprocal_rank):
+            expected = metric(scores, labels, k=k, ignore_ties=ignore_ties)
+            got = metric(padded_scores, padded_labels, k=k, ignore_ties=ignore_ties, where=where)
+            np.testing.assert_allclose(got, expected, **TOL)
+
+
+@pytest.mark.parametrize("metric", [metrics.dcg, metrics.ndcg, metrics.reciprocal_rank])
+def test_a_list_of_padding_only_scores_zero(metric):
+    scores = jnp.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])
+    labels = jnp.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
+    where = jnp.array([[False] * 3, [True, False, True]])
+    got = metric(scores, labels, where=where)
+    assert got[0] == 0.0
+    assert got[1] > 0.0
+
+
+# --- the engine itself, every method -------------------------------------------------
+
+
+def _reference_blocks(scores, valid, ignore_ties):
+    above = np.zeros(scores.shape, int)
+    tied = np.ones(scores.shape, int)
+    for row in np.ndindex(scores.shape[:-1]):
+        real = np.flatnonzero(valid[row])
+        s = scores[row][real]
+        if ignore_ties:
+            order = oracles.descending_index_order(s)
+            above[row + (real[order],)] = np.arange(len(real))
+        else:
+            a, t = oracles.counts(s)
+            above[row + (real,)] = a
+            tied[row + (real,)] = t
+    return above, tied
+
+
+@pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
+@pytest.mark.parametrize("ignore_ties", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8])
+def test_every_engine_method_meets_the_contract(method, ignore_ties, dtype):
+    rng = np.random.default_rng(7)
+    n = 23
+    scores = rng.integers(0, 6, size=(3, 5, n)).astype(dtype)
+    valid = rng.random((3, 5, n)) < 0.8
+    valid[0, 0] = False  # a row of padding only
+    ref_above, ref_tied = _reference_blocks(scores, valid, ignore_ties)
+    for k in ([3, 9, 22] if method == "topk" else [None]):
+        blocks = jax.jit(
+            lambda s, v, k=k: _ranking.tie_blocks(s, v, k=k, ignore_ties=ignore_ties, method=method)
+        )(scores, valid)
+        above, tied = np.asarray(blocks.above), np.asarray(blocks.tied)
+        exact = valid & (ref_above < (n if k is None else k))
+        np.testing.assert_array_equal(above[exact], ref_above[exact])
+        np.testing.assert_array_equal(tied[exact], ref_tied[exact])
+        # Items starting at or past k are reported at or past k.
+        if k is not None:
+            assert np.all(above[valid & ~exact] >= k)
+        np.testing.assert_array_equal(above[~valid], n)
+        np.testing.assert_array_equal(tied[~valid], 1)
+
+
+@pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
+def test_engine_methods_agree_under_vmap(method):
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.random((4, 6, 30)), 1)
+    valid = rng.random((4, 6, 30)) < 0.9
+    expected = _ranking.tie_blocks(scores, valid, k=5, method="pairwise")
+    got = jax.vmap(lambda s, v: _ranking.tie_blocks(s, v, k=5, method=method))(scores, valid)
+    exact = valid & (np.asarray(expected.above) < 5)
+    np.testing.assert_array_equal(np.asarray(got.above)[exact], np.asarray(expected.above)[exact])
+    np.testing.assert_array_equal(np.asarray(got.tied)[exact], np.asarray(expected.tied)[exact])
+
+
+def test_reciprocal_rank_closed_form_at_large_blocks():
+    # 400 tied items, 3 relevant, 5 items above: compare with exact fractions.
+    from fractions import Fraction
+    from math import comb
+
+    m, r, a = 400, 3, 5
+    expected = sum(
+        Fraction(comb(m - j, r - 1), comb(m, r)) * Fraction(1, a + j) for j in range(1, m - r + 2)
+    )
+    scores = np.concatenate([np.full(a, 2.0), np.full(m, 1.0), np.zeros(20)])
+    labels = np.zeros(a + m + 20)
+    labels[a + np.array([10, 200, 399])] = 1
+    labels[-3:] = 1  # relevant items below the block do not matter
+    np.testing.assert_allclose(metrics.reciprocal_rank(scores, labels), float(expected), rtol=1e-13)
