@@ -24,3 +24,17 @@ settings.register_profile(
 )
 settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_executables():
+    """Drop JAX's compilation caches after each module.
+
+    The corpus and property tests compile many shapes; each executable maps
+    memory, and a single process would otherwise run out of mappings.
+    """
+    yield
+    jax.clear_caches()

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
@@ -37,41 +36,28 @@ def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
     return gains
 
 
-def discounts(n: int, *, k: int | None, log_base: float) -> np.ndarray:
-    """The DCG discount of each position, ``1 / log_b(p + 2)``, zero from ``k`` on.
+def discount_table(n: int, *, k, log_base, dtype) -> jax.Array:
+    """Prefix sums ``W`` of the DCG discounts ``1 / log_b(p + 2)``, zero from ``k`` on.
 
-    Computed in float64 NumPy at trace time with scikit-learn's order of
-    operations, ``1 / (log(p + 2) / log(b))``, so that the exact paths agree
-    with ``sklearn.metrics.dcg_score`` to round-off. A base of 1 makes every
-    discount 0 (``1 / inf``) without a warning.
+    ``W[p]`` is the sum of the discounts of positions ``0 .. p - 1``, so
+    ``W`` has shape ``(n + 1,)`` and the mean discount over the positions
+    ``[a, a + t)`` of a tie block is ``(W[a + t] - W[a]) / t``.
+
+    The discount keeps scikit-learn's order of operations,
+    ``1 / (log(p + 2) / log(b))``, so the exact paths agree with
+    ``sklearn.metrics.dcg_score`` to round-off. A base of 1 makes every
+    discount ``1 / inf = 0``.
 
     Args:
-      n: The list length.
-      k: Positions ``p >= k`` get discount 0; None keeps all.
-      log_base: The logarithm base, in (0, inf).
+      n: The list length (static).
+      k: Positions ``p >= k`` get discount 0; a Python int or a traced scalar.
+      log_base: The logarithm base in (0, inf); a Python float or a traced scalar.
+      dtype: The floating dtype of the table.
 
     Returns:
-      A float64 array of shape ``(n,)``.
+      A ``(n + 1,)`` array of ``dtype``.
     """
-    with np.errstate(divide="ignore"):
-        table = 1 / (np.log(np.arange(n) + 2) / np.log(log_base))
-    if k is not None:
-        table[k:] = 0
-    return table
-
-
-def reciprocal_discounts(n: int, *, k: int | None) -> np.ndarray:
-    """The reciprocal-rank weight of each position, ``1 / (p + 1)``, zero from ``k``."""
-    table = 1 / (np.arange(n) + 1.0)
-    if k is not None:
-        table[k:] = 0
-    return table
-
-
-def cumulative(table: np.ndarray) -> np.ndarray:
-    """``W[p] = sum(table[:p])`` for ``p = 0 .. n``: shape ``(n + 1,)``.
-
-    The mean of ``table`` over positions ``[a, a + t)`` is then
-    ``(W[a + t] - W[a]) / t``, which is how tie blocks are averaged.
-    """
-    return np.concatenate([[0.0], np.cumsum(table)])
+    position = jnp.arange(n)
+    discount = 1 / (jnp.log(position.astype(dtype) + 2) / jnp.log(jnp.asarray(log_base, dtype)))
+    discount = jnp.where(position < k, discount, 0)
+    return jnp.concatenate([jnp.zeros(1, dtype), jnp.cumsum(discount)])

@@ -51,8 +51,12 @@ METHODS = ("auto", "pairwise", "topk", "sort", "host")
 
 # Thresholds for method="auto"; measured in benchmarks/bench_engine.py and
 # recorded in docs/decisions/0004-rank-engine-algorithms.md.
-PAIRWISE_MAX_N = 16
-TOPK_MAX_K = 64
+PAIRWISE_MAX_N = 256
+TOPK_MAX_K = 128
+# XLA:CPU reduces a boolean comparison over a last axis of up to 32 elements
+# about 50x faster than over 33 or more, so comparisons are summed in slices of
+# this width (benchmarks/bench_engine.py shows the cliff).
+_CHUNK = 32
 
 
 class TieBlocks(NamedTuple):
@@ -95,6 +99,17 @@ def choose_method(n: int, k: int | None) -> str:
     return "sort_or_host"
 
 
+def exploited_cutoff(n: int, k: int | None) -> int | None:
+    """``k`` if the automatic method makes use of it, else None.
+
+    Only the top-k method needs the cut-off at trace time; every other method
+    ranks whole lists, so callers can keep ``k`` out of the compilation key.
+    """
+    if k is not None and k < n and choose_method(n, k) == "topk":
+        return k
+    return None
+
+
 def tie_blocks(
     scores: jax.Array,
     valid: jax.Array | None,
@@ -120,7 +135,7 @@ def tie_blocks(
     if valid is None:
         valid = jnp.ones(scores.shape, bool)
     if k is not None and k >= n:
-        k = None
+        k = None  # a cut-off past the end cuts nothing
     if method == "auto":
         method = choose_method(n, k)
     if method == "topk" and k is None:
@@ -146,22 +161,48 @@ def tie_blocks(
     raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
 
 
+def _count(this, others, others_valid, relation, others_index=None) -> jax.Array:
+    """``sum_j others_valid[j] & relation(others[j], this[i], index_j, i)`` per ``i``.
+
+    ``this`` is ``(..., n)``; ``others``, ``others_valid`` and ``others_index``
+    (the others' item indices, by default their positions) are ``(..., m)``.
+    The sum runs over slices of ``_CHUNK`` columns; see ``_CHUNK``.
+    """
+    n, m = this.shape[-1], others.shape[-1]
+    if others_index is None:
+        others_index = jnp.arange(m)
+    others_index = jnp.broadcast_to(others_index, others.shape)
+    this_index = jnp.arange(n)[:, None]
+    total = jnp.zeros(this.shape, jnp.int32)
+    for start in range(0, m, _CHUNK):
+        chunk = slice(start, min(start + _CHUNK, m))
+        hits = relation(
+            others[..., None, chunk], this[..., :, None], others_index[..., None, chunk], this_index
+        )
+        total = total + jnp.sum(hits & others_valid[..., None, chunk], axis=-1, dtype=jnp.int32)
+    return total
+
+
+def _greater(other, this, *_):
+    return other > this
+
+
+def _equal(other, this, *_):
+    return other == this
+
+
+def _greater_or_later(other, this, other_index, this_index):
+    return (other > this) | ((other == this) & (other_index > this_index))
+
+
 def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
-    n = scores.shape[-1]
-    other = scores[..., None, :]
-    this = scores[..., :, None]
-    other_valid = valid[..., None, :]
-    higher = other > this
     if ignore_ties:
-        index = jnp.arange(n)
-        later = index[None, :] > index[:, None]
-        higher = higher | ((other == this) & later)
-    above = jnp.sum(higher & other_valid, axis=-1, dtype=jnp.int32)
-    if ignore_ties:
+        above = _count(scores, scores, valid, _greater_or_later)
         tied = jnp.ones_like(above)
     else:
+        above = _count(scores, scores, valid, _greater)
         # max(., 1): a NaN score equals nothing, not even itself.
-        tied = jnp.maximum(jnp.sum((other == this) & other_valid, axis=-1, dtype=jnp.int32), 1)
+        tied = jnp.maximum(_count(scores, scores, valid, _equal), 1)
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
@@ -182,13 +223,9 @@ def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
     at_threshold = (scores == threshold) & valid
     count_above = jnp.sum(top_values > threshold, axis=-1, keepdims=True, dtype=jnp.int32)
 
-    this = scores[..., :, None]
-    higher_in_top = top_values[..., None, :] > this
+    in_top = jnp.ones(top_values.shape, bool)
     if ignore_ties:
-        later_in_top = (top_values[..., None, :] == this) & (
-            top_index[..., None, :] > jnp.arange(scores.shape[-1])[:, None]
-        )
-        above_top = jnp.sum(higher_in_top | later_in_top, axis=-1, dtype=jnp.int32)
+        above_top = _count(scores, top_values, in_top, _greater_or_later, top_index)
         # Tied at the threshold: count the threshold items with a larger index.
         later_at_threshold = (
             jnp.flip(jnp.cumsum(jnp.flip(at_threshold, -1), axis=-1, dtype=jnp.int32), -1)
@@ -197,8 +234,8 @@ def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
         above_at = count_above + later_at_threshold
         tied_top = tied_at = 1
     else:
-        above_top = jnp.sum(higher_in_top, axis=-1, dtype=jnp.int32)
-        tied_top = jnp.sum(top_values[..., None, :] == this, axis=-1, dtype=jnp.int32)
+        above_top = _count(scores, top_values, in_top, _greater)
+        tied_top = _count(scores, top_values, in_top, _equal)
         above_at = jnp.broadcast_to(count_above, scores.shape)
         tied_at = jnp.sum(at_threshold, axis=-1, keepdims=True, dtype=jnp.int32)
     above = jnp.where(above_threshold, above_top, jnp.where(at_threshold, above_at, k))
@@ -266,8 +303,10 @@ def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
     scores = scores.reshape(-1, n)
     valid = np.broadcast_to(valid, shape).reshape(-1, n)
     rows = scores.shape[0]
-    # A stable ascending sort, reversed, ranks ties by descending index.
-    order = np.argsort(scores, axis=-1, kind="stable")[:, ::-1]
+    # A stable ascending sort, reversed, ranks ties by descending index. Tie
+    # blocks do not depend on the order inside a block, and the unstable sort
+    # is several times faster.
+    order = np.argsort(scores, axis=-1, kind="stable" if ignore_ties else None)[:, ::-1]
     sorted_valid = np.take_along_axis(valid, order, axis=-1)
     if not sorted_valid.all():
         # Stable radix sort on the flag moves padding last, keeping the rest.

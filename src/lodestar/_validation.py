@@ -18,6 +18,7 @@ very same text. See ``docs/decisions/0003-validation-under-jit.md``.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Callable
@@ -176,6 +177,33 @@ def nonfinite_message(name: str, *, nan: bool, dtype) -> str:
     return f"Input {name} contains infinity or a value too large for {dtype!r}."
 
 
+def _value_checks(scores, labels, *, caller, nonnegative_labels):
+    """The value checks that apply, as ``(name, message)`` pairs (static)."""
+    checks = []
+    for name, x in (("scores", scores), ("labels", labels)):
+        if jnp.issubdtype(x.dtype, jnp.inexact):
+            checks.append((f"{name}-nan", nonfinite_message(name, nan=True, dtype=x.dtype)))
+            checks.append(
+                (f"{name}-inf", nonfinite_message(name, nan=False, dtype=np.dtype(x.dtype)))
+            )
+    if nonnegative_labels:
+        checks.append(("labels-negative", f"{caller} should not be used on negative labels."))
+    return checks
+
+
+@functools.partial(jax.jit, static_argnames=("names",))
+def _failures(scores, labels, where, names):
+    valid = jnp.ones(scores.shape, bool) if where is None else where
+    tests = {
+        "scores-nan": lambda: jnp.isnan(scores),
+        "scores-inf": lambda: jnp.isinf(scores),
+        "labels-nan": lambda: jnp.isnan(labels),
+        "labels-inf": lambda: jnp.isinf(labels),
+        "labels-negative": lambda: labels < 0,
+    }
+    return jnp.stack([jnp.any(valid & tests[name]()) for name in names])
+
+
 def check_values(
     scores: jax.Array,
     labels: jax.Array,
@@ -198,30 +226,19 @@ def check_values(
       ValueError: on concrete inputs holding NaN or infinity, or negative
         labels when ``nonnegative_labels`` is set.
     """
-    valid = jnp.ones(scores.shape, bool) if where is None else where
-    checks = []
-    for name, x in (("scores", scores), ("labels", labels)):
-        if jnp.issubdtype(x.dtype, jnp.inexact):
-            checks.append(
-                (jnp.any(valid & jnp.isnan(x)), nonfinite_message(name, nan=True, dtype=x.dtype))
-            )
-            checks.append(
-                (
-                    jnp.any(valid & jnp.isinf(x)),
-                    nonfinite_message(name, nan=False, dtype=np.dtype(x.dtype)),
-                )
-            )
-    if nonnegative_labels:
-        checks.append(
-            (
-                jnp.any(valid & (labels < 0)),
-                f"{caller} should not be used on negative labels.",
-            )
-        )
+    checks = _value_checks(
+        scores, labels, caller=caller, nonnegative_labels=nonnegative_labels
+    )
+    if not checks:
+        return
+    names = tuple(name for name, _ in checks)
     if _is_concrete(scores, labels, where):
-        for failed, message in checks:
-            if bool(failed):
+        failed = np.asarray(_failures(scores, labels, where, names))
+        for (_, message), bad in zip(checks, failed, strict=True):
+            if bad:
                 raise ValueError(message)
     else:
-        for failed, message in checks:
-            checkify.debug_check(jnp.logical_not(failed), message)
+        valid = jnp.ones(scores.shape, bool) if where is None else where
+        failed = _failures(scores, labels, valid, names)
+        for index, (_, message) in enumerate(checks):
+            checkify.debug_check(jnp.logical_not(failed[index]), message)

@@ -43,11 +43,13 @@ bfloat16 computed in float32. Integer and boolean scores are ranked by value.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from lodestar import _gains, _ranking, _validation
 
@@ -65,7 +67,7 @@ def result_dtype(*arrays: jax.Array):
     Half-precision results are widened to float32.
     """
     floating = [a.dtype for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)]
-    dtype = jnp.result_type(*floating) if floating else jnp.dtype(jnp.float_)
+    dtype = jnp.result_type(*floating) if floating else jax.dtypes.canonicalize_dtype(float)
     if jnp.finfo(dtype).bits < 32:
         dtype = jnp.dtype(jnp.float32)
     return dtype
@@ -76,8 +78,7 @@ def _prepare(scores, labels, where, *, caller, nonnegative_labels=False):
     _validation.check_values(
         scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
     )
-    valid = jnp.ones(scores.shape, bool) if where is None else where
-    return scores, labels, valid, result_dtype(scores, labels)
+    return scores, labels, where
 
 
 def _nan_if_any_nan_score(value: jax.Array, scores: jax.Array, valid: jax.Array) -> jax.Array:
@@ -88,19 +89,95 @@ def _nan_if_any_nan_score(value: jax.Array, scores: jax.Array, valid: jax.Array)
     return jnp.where(poisoned, jnp.nan, value)
 
 
-def _effective_k(k: int | None, n: int) -> int | None:
-    return None if k is None or k >= n else k
+def _cutoff(k: int | None, n: int) -> int:
+    """The number of scored positions: ``k`` clipped to ``n``; all of them for None."""
+    return n if k is None else min(k, n)
 
 
-def _discounted_gain(
-    scores, gains, valid, *, k, log_base, ignore_ties, dtype
-) -> jax.Array:
-    """Tie-averaged DCG of ``gains`` ranked by ``scores``; padding excluded."""
-    n = scores.shape[-1]
-    table = jnp.asarray(_gains.cumulative(_gains.discounts(n, k=k, log_base=log_base)), dtype)
-    blocks = _ranking.tie_blocks(scores, valid, k=k, ignore_ties=ignore_ties)
+def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
+    """Tie-averaged DCG of ``gains`` ranked by ``scores``; padding excluded.
+
+    ``k`` (possibly traced) truncates the discounts; ``rank_k`` (static, or
+    None) only lets the engine skip ranking past it.
+    """
+    table = _gains.discount_table(scores.shape[-1], k=k, log_base=log_base, dtype=gains.dtype)
+    blocks = _ranking.tie_blocks(scores, valid, k=rank_k, ignore_ties=ignore_ties)
     weights = _ranking.block_mean(table, blocks)
     return jnp.sum(jnp.where(valid, gains * weights, 0), axis=-1)
+
+
+def _ideal_discounted_gain(gains, valid, *, k, rank_k):
+    """DCG of the list ranked by its own gains (base 2), padding excluded."""
+    if rank_k is None:
+        # Ties among equal gains change nothing, so the cheaper tie-breaking
+        # ranking is exact here.
+        return _discounted_gain(
+            gains, gains, valid, k=k, rank_k=None, log_base=2.0, ignore_ties=True
+        )
+    # Only the k largest gains matter: one top_k and a dot product.
+    top = lax.top_k(jnp.where(valid, gains, -jnp.inf), rank_k)[0]
+    top = jnp.where(top == -jnp.inf, 0, top)
+    table = _gains.discount_table(gains.shape[-1], k=k, log_base=2.0, dtype=gains.dtype)
+    return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
+
+
+def _valid(scores, where):
+    return jnp.ones(scores.shape, bool) if where is None else where
+
+
+# The kernels take the cut-off ``k`` as an array, so one compilation serves
+# every k; ``rank_k`` is the static cut-off the engine may exploit (top-k), or
+# None to rank whole lists. The public functions pass ``rank_k`` only when the
+# top-k method will use it; ``lodestar.sklearn`` always passes None, so it
+# compiles once per shape bucket.
+_STATIC = ("rank_k", "gain", "ignore_ties")
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
+def dcg_kernel(scores, labels, where, k, log_base, *, rank_k, gain, ignore_ties):
+    """Per-list DCG; see :func:`dcg`. Inputs already validated."""
+    valid = _valid(scores, where)
+    dtype = result_dtype(scores, labels)
+    gains = _gains.apply_gain(gain, labels.astype(dtype))
+    value = _discounted_gain(
+        scores, gains, valid, k=k, rank_k=rank_k, log_base=log_base, ignore_ties=ignore_ties
+    )
+    return _nan_if_any_nan_score(value, scores, valid)
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
+def ndcg_kernel(scores, labels, where, k, *, rank_k, gain, ignore_ties):
+    """Per-list NDCG; see :func:`ndcg`. Inputs already validated."""
+    valid = _valid(scores, where)
+    dtype = result_dtype(scores, labels)
+    gains = jnp.where(valid, _gains.apply_gain(gain, labels.astype(dtype)), 0)
+    value = _discounted_gain(
+        scores, gains, valid, k=k, rank_k=rank_k, log_base=2.0, ignore_ties=ignore_ties
+    )
+    ideal = _ideal_discounted_gain(gains, valid, k=k, rank_k=rank_k)
+    nonzero = ideal != 0
+    value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
+    return _nan_if_any_nan_score(value, scores, valid)
+
+
+@functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
+def reciprocal_rank_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
+    """Per-list reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""
+    valid = _valid(scores, where)
+    dtype = result_dtype(scores, labels)
+    n = scores.shape[-1]
+    if n == 0:
+        return jnp.zeros(scores.shape[:-1], dtype)
+    relevant = valid & (labels != 0)
+    blocks = _ranking.tie_blocks(scores, valid, k=rank_k, ignore_ties=ignore_ties)
+    block = _ranking.first_relevant_block(blocks, relevant)
+    # Only offsets j with a + j <= k can count, so a static k bounds the sum.
+    length = n if rank_k is None else min(rank_k, n)
+    probabilities = _ranking.first_relevant_position_probabilities(block, length, dtype)
+    rank = block.above[..., None] + jnp.arange(1, length + 1)  # 1-based rank of offset j
+    weights = jnp.where(rank <= k, 1 / rank.astype(dtype), 0)
+    value = jnp.sum(probabilities * weights, axis=-1)
+    return _nan_if_any_nan_score(value, scores, valid)
 
 
 def dcg(
@@ -184,13 +261,17 @@ def dcg(
     log_base = _validation.check_log_base(log_base, caller="dcg")
     gain = _validation.check_gain(gain, caller="dcg")
     ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="dcg")
-    scores, labels, valid, dtype = _prepare(scores, labels, where, caller="dcg")
-    k = _effective_k(k, scores.shape[-1])
-    gains = _gains.apply_gain(gain, labels.astype(dtype))
-    value = _discounted_gain(
-        scores, gains, valid, k=k, log_base=log_base, ignore_ties=ignore_ties, dtype=dtype
+    scores, labels, where = _prepare(scores, labels, where, caller="dcg")
+    return dcg_kernel(
+        scores,
+        labels,
+        where,
+        _cutoff(k, scores.shape[-1]),
+        log_base,
+        rank_k=_ranking.exploited_cutoff(scores.shape[-1], k),
+        gain=gain,
+        ignore_ties=ignore_ties,
     )
-    return _nan_if_any_nan_score(value, scores, valid)
 
 
 def ndcg(
@@ -266,23 +347,18 @@ def ndcg(
     k = _validation.check_k(k, caller="ndcg")
     gain = _validation.check_gain(gain, caller="ndcg")
     ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="ndcg")
-    scores, labels, valid, dtype = _prepare(
+    scores, labels, where = _prepare(
         scores, labels, where, caller="ndcg", nonnegative_labels=True
     )
-    k = _effective_k(k, scores.shape[-1])
-    gains = _gains.apply_gain(gain, labels.astype(dtype))
-    gains = jnp.where(valid, gains, 0)
-    value = _discounted_gain(
-        scores, gains, valid, k=k, log_base=2.0, ignore_ties=ignore_ties, dtype=dtype
+    return ndcg_kernel(
+        scores,
+        labels,
+        where,
+        _cutoff(k, scores.shape[-1]),
+        rank_k=_ranking.exploited_cutoff(scores.shape[-1], k),
+        gain=gain,
+        ignore_ties=ignore_ties,
     )
-    # Ranking the gains by themselves gives the ideal; ties among equal gains
-    # change nothing, so the cheaper tie-breaking ranking is exact here.
-    ideal = _discounted_gain(
-        gains, gains, valid, k=k, log_base=2.0, ignore_ties=True, dtype=dtype
-    )
-    nonzero = ideal != 0
-    value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
-    return _nan_if_any_nan_score(value, scores, valid)
 
 
 def reciprocal_rank(
@@ -358,20 +434,12 @@ def reciprocal_rank(
     ignore_ties = _validation.check_bool(
         ignore_ties, name="ignore_ties", caller="reciprocal_rank"
     )
-    scores, labels, valid, dtype = _prepare(scores, labels, where, caller="reciprocal_rank")
-    n = scores.shape[-1]
-    k = _effective_k(k, n)
-    relevant = valid & (labels != 0)
-    blocks = _ranking.tie_blocks(scores, valid, k=k, ignore_ties=ignore_ties)
-    block = _ranking.first_relevant_block(blocks, relevant)
-    # Only offsets j with a + j <= k can count, so k bounds the sum's length.
-    length = n if k is None else k
-    if length == 0:
-        return jnp.zeros(scores.shape[:-1], dtype)
-    probabilities = _ranking.first_relevant_position_probabilities(block, length, dtype)
-    offsets = jnp.arange(1, length + 1)
-    position = block.above[..., None] + offsets  # 1-based rank of offset j
-    limit = n if k is None else k
-    weights = jnp.where(position <= limit, 1 / position.astype(dtype), 0)
-    value = jnp.sum(probabilities * weights, axis=-1)
-    return _nan_if_any_nan_score(value, scores, valid)
+    scores, labels, where = _prepare(scores, labels, where, caller="reciprocal_rank")
+    return reciprocal_rank_kernel(
+        scores,
+        labels,
+        where,
+        _cutoff(k, scores.shape[-1]),
+        rank_k=_ranking.exploited_cutoff(scores.shape[-1], k),
+        ignore_ties=ignore_ties,
+    )

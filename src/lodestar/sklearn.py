@@ -108,12 +108,34 @@ def _check_inputs(y_true, y_score, sample_weight, *, caller, single_document_nam
     return y_true, y_score, sample_weight
 
 
-def _labels64(y_true: np.ndarray) -> np.ndarray:
-    return y_true.astype(np.float64)
+def _bucket(size: int, minimum: int) -> int:
+    return max(minimum, 1 << (size - 1).bit_length())
 
 
-def _mean(per_row: jax.Array, sample_weight) -> float:
-    return float(np.average(np.asarray(per_row), weights=sample_weight))
+def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
+    """Pad rows and columns up to powers of two, masking the padding out.
+
+    Padding changes no result (it takes no part in the ranking), and bucketing
+    the shapes means a stream of differently sized inputs compiles a handful
+    of kernels instead of one per shape.
+    """
+    rows, n = y_true.shape
+    shape = (_bucket(rows, 1), _bucket(n, 8))
+    labels = np.zeros(shape, np.float64)
+    scores = np.zeros(shape, y_score.dtype)
+    where = np.zeros(shape, bool)
+    labels[:rows, :n] = y_true
+    scores[:rows, :n] = y_score
+    where[:rows, :n] = True
+    return scores, labels, where
+
+
+def _weighted_mean(per_row: jax.Array, rows: int, sample_weight) -> float:
+    return float(np.average(np.asarray(per_row)[:rows], weights=sample_weight))
+
+
+def _cutoff(k: int | None, n: int) -> int:
+    return n if k is None else min(k, n)
 
 
 def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore_ties=False):
@@ -169,10 +191,18 @@ def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore
         y_true, y_score, sample_weight, caller="dcg_score", single_document_name="NDCG"
     )
     with jax.enable_x64(True):
-        per_row = metrics.dcg(
-            y_score, _labels64(y_true), k=k, log_base=log_base, ignore_ties=ignore_ties
+        scores, labels, where = _padded_lists(y_true, y_score)
+        per_row = metrics.dcg_kernel(
+            scores,
+            labels,
+            where,
+            _cutoff(k, scores.shape[1]),
+            log_base,
+            rank_k=None,
+            gain="linear",
+            ignore_ties=ignore_ties,
         )
-        return _mean(per_row, sample_weight)
+        return _weighted_mean(per_row, len(y_true), sample_weight)
 
 
 def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False):
@@ -213,8 +243,17 @@ def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False
         y_true, y_score, sample_weight, caller="ndcg_score", single_document_name="NDCG"
     )
     with jax.enable_x64(True):
-        per_row = metrics.ndcg(y_score, _labels64(y_true), k=k, ignore_ties=ignore_ties)
-        return _mean(per_row, sample_weight)
+        scores, labels, where = _padded_lists(y_true, y_score)
+        per_row = metrics.ndcg_kernel(
+            scores,
+            labels,
+            where,
+            _cutoff(k, scores.shape[1]),
+            rank_k=None,
+            gain="linear",
+            ignore_ties=ignore_ties,
+        )
+        return _weighted_mean(per_row, len(y_true), sample_weight)
 
 
 def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False):
@@ -267,7 +306,13 @@ def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore
         single_document_name="reciprocal rank",
     )
     with jax.enable_x64(True):
-        per_row = metrics.reciprocal_rank(
-            y_score, _labels64(y_true), k=k, ignore_ties=ignore_ties
+        scores, labels, where = _padded_lists(y_true, y_score)
+        per_row = metrics.reciprocal_rank_kernel(
+            scores,
+            labels,
+            where,
+            _cutoff(k, scores.shape[1]),
+            rank_k=None,
+            ignore_ties=ignore_ties,
         )
-        return _mean(per_row, sample_weight)
+        return _weighted_mean(per_row, len(y_true), sample_weight)
