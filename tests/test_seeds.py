@@ -1,4 +1,8 @@
-"""The worked examples of the seed documents, to the digits they print."""
+"""The worked examples of the seed documents, to the digits they print.
+
+The C# pages print truncated values ("3.8424…"), so those are compared as
+prefixes of the decimal expansion; the encyclopedia rounds to 3 places.
+"""
 
 import numpy as np
 
@@ -6,22 +10,27 @@ from lodestar import metrics
 from lodestar import sklearn as lsk
 
 
+def starts(value, digits):
+    """``value`` printed to 10 places begins with ``digits`` (a truncation)."""
+    return f"{float(value):.10f}".startswith(digits)
+
+
 def test_dcg_page_tied_example():
     relevance = np.array([3.0, 2.0, 1.0, 0.0])
     tied = np.full(4, 0.5)
-    assert f"{float(metrics.dcg(tied, relevance)):.4f}" == "3.8424"
-    assert f"{float(metrics.dcg(tied, relevance, ignore_ties=True)):.4f}" == "2.9229"
-    assert f"{lsk.dcg_score([relevance], [tied]):.4f}" == "3.8424"
-    assert f"{lsk.dcg_score([relevance], [tied], ignore_ties=True):.4f}" == "2.9229"
+    assert starts(metrics.dcg(tied, relevance), "3.8424")
+    assert starts(metrics.dcg(tied, relevance, ignore_ties=True), "2.9229")
+    assert starts(lsk.dcg_score([relevance], [tied]), "3.8424")
+    assert starts(lsk.dcg_score([relevance], [tied], ignore_ties=True), "2.9229")
     # The averaged and arbitrary values differ by almost a third.
-    assert 0.3 < 1 - 2.9229 / 3.8424 < 0.34
+    assert 0.3 < 3.8424 / 2.9229 - 1 < 0.34
 
 
 def test_dcg_page_gain_remark():
     relevance = np.array([3.0, 2.0, 1.0, 0.0])
     perfect = -np.arange(4.0)
-    assert f"{float(metrics.dcg(perfect, relevance, gain='exp2')):.4f}" == "9.3927"
-    assert f"{float(metrics.dcg(perfect, relevance)):.4f}" == "4.7619"  # 4.7618... truncated
+    assert starts(metrics.dcg(perfect, relevance, gain='exp2'), "9.3927")
+    assert starts(metrics.dcg(perfect, relevance), "4.7618")
 
 
 def test_dcg_page_weight_cancels_over_one_query():
