@@ -9,9 +9,12 @@ weighted mean.
 >>> import jax.numpy as jnp
 >>> import lodestar
 >>> scores = jnp.array([[0.9, 0.5, 0.5, 0.1], [0.1, 0.2, 0.3, 0.4]])
->>> labels = jnp.array([[1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
->>> lodestar.metrics.reciprocal_rank(scores, labels)
-Array([1., 1.], dtype=float32)
+>>> labels = jnp.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+>>> lodestar.metrics.reciprocal_rank(scores, labels).tolist()
+[0.41666..., 1.0]
+
+The first list's relevant item ties with another for positions 2 and 3, so its
+reciprocal rank is the mean of 1/2 and 1/3.
 
 **Ties.** By default a tie between scores is averaged over every order of the
 tied items (McSherry & Najork, 2008), which is what ``sklearn.metrics.dcg_score``
@@ -236,10 +239,10 @@ def dcg(
       >>> from lodestar import metrics
       >>> relevance = jnp.array([3.0, 2.0, 1.0, 0.0])
       >>> tied = jnp.full(4, 0.5)
-      >>> print(f"{metrics.dcg(tied, relevance):.4f}")
-      3.8424
-      >>> print(f"{metrics.dcg(tied, relevance, ignore_ties=True):.4f}")
-      2.9229
+      >>> print(f"{metrics.dcg(tied, relevance):.3f}")
+      3.842
+      >>> print(f"{metrics.dcg(tied, relevance, ignore_ties=True):.3f}")
+      2.923
 
     Remarks:
       The gains are linear by default. Much of the literature uses
@@ -414,8 +417,8 @@ def reciprocal_rank(
       >>> from lodestar import metrics
       >>> relevance = jnp.array([[0, 1, 0, 0], [1, 0, 0, 0]])
       >>> scores = jnp.array([[0.9, 0.5, 0.4, 0.1], [0.9, 0.5, 0.4, 0.1]])
-      >>> metrics.reciprocal_rank(scores, relevance).mean()
-      Array(0.75, dtype=float32)
+      >>> float(metrics.reciprocal_rank(scores, relevance).mean())
+      0.75
 
     Remarks:
       Everything after the first relevant item is invisible to this number,
