@@ -93,9 +93,7 @@ def print_header() -> dict:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else None,
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "jax_devices": [str(d) for d in jax.devices()],
         "jax_backend": jax.default_backend(),
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", "<unset>"),
@@ -158,9 +156,7 @@ def time_jax(fn, args, reps: int):
 
 def engine(method: str, k: int | None, ignore_ties: bool):
     return jax.jit(
-        lambda s: tuple(
-            _ranking.tie_blocks(s, None, k=k, ignore_ties=ignore_ties, method=method)
-        )
+        lambda s: tuple(_ranking.tie_blocks(s, None, k=k, ignore_ties=ignore_ties, method=method))
     )
 
 
@@ -180,9 +176,7 @@ def compare(name: str, got, ref, k: int | None) -> str | None:
         bad = (above != ref_above) | (tied != ref_tied)
     else:
         inside = ref_above < k
-        bad = (inside & ((above != ref_above) | (tied != ref_tied))) | (
-            ~inside & (above < k)
-        )
+        bad = (inside & ((above != ref_above) | (tied != ref_tied))) | (~inside & (above < k))
     if bad.any():
         return f"{name}: {int(bad.sum())} items disagree with host"
     return None
@@ -202,9 +196,7 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
                 continue
             if method == "host" and not cpu:
                 continue
-            seconds, outputs[method] = time_jax(
-                engine(method, None, ignore_ties), (scores,), reps
-            )
+            seconds, outputs[method] = time_jax(engine(method, None, ignore_ties), (scores,), reps)
             full[method] = 1e3 * seconds
         reference = outputs.get("host", outputs.get("sort"))
         for method, out in outputs.items():
@@ -233,9 +225,7 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
                     "auto": choice,
                     "auto_ms": 1e3 * auto_seconds,
                     "auto_over_best": 1e3 * auto_seconds / times[best],
-                    "chosen_over_best": times[choice] / times[best]
-                    if choice in times
-                    else None,
+                    "chosen_over_best": times[choice] / times[best] if choice in times else None,
                 }
             )
     return rows, mismatches
@@ -267,12 +257,9 @@ def print_table(rows) -> None:
             print("-" * len(head))
         last_n = r["n"]
         best = r["ms"][r["winner"]]
-        ms = " ".join(
-            f"{r['ms'][m]:9.2f}" if m in r["ms"] else f"{'-':>9}" for m in methods
-        )
+        ms = " ".join(f"{r['ms'][m]:9.2f}" if m in r["ms"] else f"{'-':>9}" for m in methods)
         rel = " ".join(
-            f"{r['ms'][m] / best:13.2f}" if m in r["ms"] else f"{'-':>13}"
-            for m in methods
+            f"{r['ms'][m] / best:13.2f}" if m in r["ms"] else f"{'-':>13}" for m in methods
         )
         k = "-" if r["k"] is None else str(r["k"])
         flag = "" if r["auto"] == r["winner"] else "  <- auto differs"
@@ -281,10 +268,7 @@ def print_table(rows) -> None:
             f"{r['auto']:>8} {r['auto_over_best']:9.2f}{flag}"
         )
     print()
-    print(
-        f"thresholds: PAIRWISE_MAX_N={_ranking.PAIRWISE_MAX_N} "
-        f"TOPK_MAX_K={_ranking.TOPK_MAX_K}"
-    )
+    print(f"thresholds: PAIRWISE_MAX_N={_ranking.PAIRWISE_MAX_N} TOPK_MAX_K={_ranking.TOPK_MAX_K}")
     misses = [r for r in rows if r["auto"] != r["winner"]]
     if misses:
         print(
@@ -297,11 +281,7 @@ def print_table(rows) -> None:
                 f"  n={r['n']:>4} k={k!s:>4}: auto={r['auto']:8}"
                 f" winner={r['winner']:8} "
                 "chosen/best="
-                + (
-                    "-"
-                    if r["chosen_over_best"] is None
-                    else f"{r['chosen_over_best']:.2f}"
-                )
+                + ("-" if r["chosen_over_best"] is None else f"{r['chosen_over_best']:.2f}")
             )
     else:
         print("auto chose the fastest method in every case.")
@@ -318,9 +298,7 @@ def main(argv=None) -> int:
         default=None,
         help="timed repetitions per cell (default 5; 1 with --quick)",
     )
-    parser.add_argument(
-        "--json", metavar="PATH", help="write machine info and results here"
-    )
+    parser.add_argument("--json", metavar="PATH", help="write machine info and results here")
     parser.add_argument(
         "--ignore-ties",
         action="store_true",
@@ -350,9 +328,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     reps = args.reps if args.reps is not None else (1 if args.quick else 5)
     ns, ks, elements = (
-        (QUICK_NS, QUICK_KS, QUICK_ELEMENTS)
-        if args.quick
-        else (FULL_NS, FULL_KS, FULL_ELEMENTS)
+        (QUICK_NS, QUICK_KS, QUICK_ELEMENTS) if args.quick else (FULL_NS, FULL_KS, FULL_ELEMENTS)
     )
     ns = tuple(args.ns) if args.ns else ns
     ks = tuple(args.ks) if args.ks else ks

@@ -123,9 +123,7 @@ def load_rax(disabled: bool):
         # DCG = 3 + 0 + 2/2 + 1/log2(5); ideal = 3 + 2/log2(3) + 1/2.
         scores = jnp.array([[0.9, 0.7, 0.5, 0.1]], jnp.float32)
         labels = jnp.array([[3.0, 0.0, 2.0, 1.0]], jnp.float32)
-        got = float(
-            jax.jit(lambda s, y: rax.ndcg_metric(s, y, gain_fn=_linear))(scores, labels)
-        )
+        got = float(jax.jit(lambda s, y: rax.ndcg_metric(s, y, gain_fn=_linear))(scores, labels))
         want = (3 + 1 + 1 / np.log2(5)) / (3 + 2 / np.log2(3) + 0.5)
         if abs(got - want) > 1e-5:
             return None, f"self-check failed: ndcg_metric gave {got}, expected {want}"
@@ -144,9 +142,7 @@ def print_header(rax_status: str) -> dict:
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else None,
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "jax_devices": [str(d) for d in jax.devices()],
         "jax_backend": jax.default_backend(),
         "XLA_FLAGS": os.environ.get("XLA_FLAGS", "<unset>"),
@@ -352,14 +348,10 @@ def run(shapes, reps: int, rax, check_rows: int, seed: int) -> tuple[list, list]
                 if metric.startswith("dcg"):
                     mean_diff /= max(abs(sk_value), 1e-12)
                 per_list = np.asarray(per_list_fns[metric](scores, labels))
-                list_diff = per_list_check(
-                    metric, scores_np, labels_np, per_list, check_rows
-                )
+                list_diff = per_list_check(metric, scores_np, labels_np, per_list, check_rows)
                 row["diff_mean_vs_sklearn"] = mean_diff
                 row["diff_per_list_vs_sklearn"] = list_diff
-                tolerance = (
-                    DCG_TOLERANCE if metric.startswith("dcg") else NDCG_TOLERANCE
-                )
+                tolerance = DCG_TOLERANCE if metric.startswith("dcg") else NDCG_TOLERANCE
                 if mean_diff > tolerance or list_diff > tolerance:
                     mismatches.append(
                         f"{batch}x{n} {metric}: lodestar {lo_value!r}"
@@ -436,15 +428,9 @@ def print_table(results, rax_status: str) -> None:
         note = f"  ({r['note']})" if r["note"] else ""
         print(" ".join(cells) + note)
     print()
-    print(
-        "Notes: sklearn has no reciprocal rank. Rax ran with"
-        " gain_fn=lambda label: label"
-    )
+    print("Notes: sklearn has no reciprocal rank. Rax ran with gain_fn=lambda label: label")
     print("(linear, as lodestar and sklearn), not its 2^label-1 default.")
-    print(
-        "Rax breaks ties by position, not by averaging, so its values differ"
-        " on tied data"
-    )
+    print("Rax breaks ties by position, not by averaging, so its values differ on tied data")
     print(f"by design (values in --json). rax: {rax_status}")
 
 
@@ -459,12 +445,8 @@ def main(argv=None) -> int:
         default=None,
         help="timed repetitions per cell (default 5; 1 with --quick)",
     )
-    parser.add_argument(
-        "--json", metavar="PATH", help="write machine info and results here"
-    )
-    parser.add_argument(
-        "--no-rax", action="store_true", help="skip Rax even if installed"
-    )
+    parser.add_argument("--json", metavar="PATH", help="write machine info and results here")
+    parser.add_argument("--no-rax", action="store_true", help="skip Rax even if installed")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     reps = args.reps if args.reps is not None else (1 if args.quick else 5)

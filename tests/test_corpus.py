@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 import pytest
-
 from corpus.load import load_cases, load_metadata
+
 from lodestar import metrics
 from lodestar import sklearn as lsk
 
@@ -41,7 +41,9 @@ def test_dcg_score_matches_frozen_sklearn(chunk):
             sample_weight=case["sample_weight"],
             ignore_ties=case["ignore_ties"],
         )
-        assert math.isclose(got, case["dcg_score"], rel_tol=RTOL, abs_tol=_atol(case)), case["case_id"]
+        assert math.isclose(got, case["dcg_score"], rel_tol=RTOL, abs_tol=_atol(case)), case[
+            "case_id"
+        ]
 
 
 @pytest.mark.parametrize("chunk", range(8))

@@ -7,11 +7,11 @@ discounts in another order, so only round-off separates the two.
 import jax
 import jax.numpy as jnp
 import numpy as np
+import oracles
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import oracles
 from lodestar import _ranking, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
@@ -71,7 +71,9 @@ def test_padding_anywhere_changes_nothing(case, data):
     n_pad = data.draw(st.integers(1, 4))
     slots = data.draw(st.permutations(range(len(scores) + n_pad)))
     real_slots = sorted(slots[: len(scores)])
-    padded_scores = np.array(data.draw(st.lists(score_values, min_size=len(slots), max_size=len(slots))))
+    padded_scores = np.array(
+        data.draw(st.lists(score_values, min_size=len(slots), max_size=len(slots)))
+    )
     padded_labels = np.full(len(slots), 3.0)
     where = np.zeros(len(slots), bool)
     padded_scores[real_slots] = scores
@@ -127,7 +129,7 @@ def test_every_engine_method_meets_the_contract(method, ignore_ties, dtype):
     valid = rng.random((3, 5, n)) < 0.8
     valid[0, 0] = False  # a row of padding only
     ref_above, ref_tied = _reference_blocks(scores, valid, ignore_ties)
-    for k in ([3, 9, 22] if method == "topk" else [None]):
+    for k in [3, 9, 22] if method == "topk" else [None]:
         blocks = jax.jit(
             lambda s, v, k=k: _ranking.tie_blocks(s, v, k=k, ignore_ties=ignore_ties, method=method)
         )(scores, valid)

@@ -104,7 +104,10 @@ def test_bool_k_and_log_base_are_refused(value):
 
 
 def test_two_dimensional_sample_weight_is_refused():
-    with pytest.raises(ValueError, match=re.escape("sample_weight must be 1-D, one weight per sample; got shape (2, 1).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("sample_weight must be 1-D, one weight per sample; got shape (2, 1)."),
+    ):
         lsk.ndcg_score(GOOD_TRUE, GOOD_SCORE, sample_weight=[[1.0], [2.0]])
 
 
@@ -142,38 +145,83 @@ L = jnp.array([[1.0, 0.0, 2.0]], jnp.float32)
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda: metrics.dcg(S, L, k=0), InvalidParameterError,
-         "The 'k' parameter of dcg must be an int in the range [1, inf) or None. Got 0 instead."),
-        (lambda: metrics.ndcg(S, L, k=2.5), InvalidParameterError,
-         "The 'k' parameter of ndcg must be an int in the range [1, inf) or None. Got 2.5 instead."),
-        (lambda: metrics.reciprocal_rank(S, L, k=-1), InvalidParameterError,
-         "The 'k' parameter of reciprocal_rank must be an int in the range [1, inf) or None. Got -1 instead."),
-        (lambda: metrics.dcg(S, L, log_base=0.0), InvalidParameterError,
-         "The 'log_base' parameter of dcg must be a float in the range (0.0, inf). Got 0.0 instead."),
-        (lambda: metrics.dcg(S, L, log_base=float("inf")), InvalidParameterError,
-         "The 'log_base' parameter of dcg must be a float in the range (0.0, inf). Got inf instead."),
-        (lambda: metrics.dcg(S, L, gain="exp"), InvalidParameterError,
-         "The 'gain' parameter of dcg must be a str among {'linear', 'exp2'} or a callable. Got 'exp' instead."),
-        (lambda: metrics.ndcg(S, L, ignore_ties="yes"), InvalidParameterError,
-         "The 'ignore_ties' parameter of ndcg must be an instance of 'bool' or an instance of 'numpy.bool'. Got 'yes' instead."),
-        (lambda: metrics.dcg(S, L[:, :2]), ValueError,
-         "dcg expects scores and labels of the same shape; got scores (1, 3) and labels (1, 2)."),
-        (lambda: metrics.ndcg(jnp.array(1.0), jnp.array(1.0)), ValueError,
-         "ndcg expects scores of shape (..., n) with at least one dimension; got a scalar."),
-        (lambda: metrics.dcg(S, L, where=jnp.ones((1, 3), jnp.float32)), ValueError,
-         "dcg expects `where` to be a boolean mask; got dtype float32."),
-        (lambda: metrics.dcg(S, L, where=jnp.ones((1, 2), bool)), ValueError,
-         "dcg expects `where` of the same shape as scores; got where (1, 2) and scores (1, 3)."),
-        (lambda: metrics.dcg(np.array([["a", "b"]]), np.ones((1, 2))), ValueError,
-         "dcg expects real-valued numeric scores; got dtype <U1."),
-        (lambda: metrics.dcg(S, L, gain=lambda x: x[..., :1]), ValueError,
-         "A callable gain must return an array of the labels' shape (1, 3); it returned shape (1, 1)."),
+        (
+            lambda: metrics.dcg(S, L, k=0),
+            InvalidParameterError,
+            "The 'k' parameter of dcg must be an int in the range [1, inf) or None. Got 0 instead.",
+        ),
+        (
+            lambda: metrics.ndcg(S, L, k=2.5),
+            InvalidParameterError,
+            "The 'k' parameter of ndcg must be an int in the range [1, inf) or None. Got 2.5 instead.",
+        ),
+        (
+            lambda: metrics.reciprocal_rank(S, L, k=-1),
+            InvalidParameterError,
+            "The 'k' parameter of reciprocal_rank must be an int in the range [1, inf) or None. Got -1 instead.",
+        ),
+        (
+            lambda: metrics.dcg(S, L, log_base=0.0),
+            InvalidParameterError,
+            "The 'log_base' parameter of dcg must be a float in the range (0.0, inf). Got 0.0 instead.",
+        ),
+        (
+            lambda: metrics.dcg(S, L, log_base=float("inf")),
+            InvalidParameterError,
+            "The 'log_base' parameter of dcg must be a float in the range (0.0, inf). Got inf instead.",
+        ),
+        (
+            lambda: metrics.dcg(S, L, gain="exp"),
+            InvalidParameterError,
+            "The 'gain' parameter of dcg must be a str among {'linear', 'exp2'} or a callable. Got 'exp' instead.",
+        ),
+        (
+            lambda: metrics.ndcg(S, L, ignore_ties="yes"),
+            InvalidParameterError,
+            "The 'ignore_ties' parameter of ndcg must be an instance of 'bool' or an instance of 'numpy.bool'. Got 'yes' instead.",
+        ),
+        (
+            lambda: metrics.dcg(S, L[:, :2]),
+            ValueError,
+            "dcg expects scores and labels of the same shape; got scores (1, 3) and labels (1, 2).",
+        ),
+        (
+            lambda: metrics.ndcg(jnp.array(1.0), jnp.array(1.0)),
+            ValueError,
+            "ndcg expects scores of shape (..., n) with at least one dimension; got a scalar.",
+        ),
+        (
+            lambda: metrics.dcg(S, L, where=jnp.ones((1, 3), jnp.float32)),
+            ValueError,
+            "dcg expects `where` to be a boolean mask; got dtype float32.",
+        ),
+        (
+            lambda: metrics.dcg(S, L, where=jnp.ones((1, 2), bool)),
+            ValueError,
+            "dcg expects `where` of the same shape as scores; got where (1, 2) and scores (1, 3).",
+        ),
+        (
+            lambda: metrics.dcg(np.array([["a", "b"]]), np.ones((1, 2))),
+            ValueError,
+            "dcg expects real-valued numeric scores; got dtype <U1.",
+        ),
+        (
+            lambda: metrics.dcg(S, L, gain=lambda x: x[..., :1]),
+            ValueError,
+            "A callable gain must return an array of the labels' shape (1, 3); it returned shape (1, 1).",
+        ),
         (lambda: metrics.ndcg(S, -L), ValueError, "ndcg should not be used on negative labels."),
         (lambda: metrics.dcg(S.at[0, 1].set(jnp.nan), L), ValueError, "Input scores contains NaN."),
-        (lambda: metrics.dcg(S, L.at[0, 0].set(jnp.inf)), ValueError,
-         "Input labels contains infinity or a value too large for dtype('float32')."),
-        (lambda: metrics.reciprocal_rank(S.at[0, 2].set(-jnp.inf), L), ValueError,
-         "Input scores contains infinity or a value too large for dtype('float32')."),
+        (
+            lambda: metrics.dcg(S, L.at[0, 0].set(jnp.inf)),
+            ValueError,
+            "Input labels contains infinity or a value too large for dtype('float32').",
+        ),
+        (
+            lambda: metrics.reciprocal_rank(S.at[0, 2].set(-jnp.inf), L),
+            ValueError,
+            "Input scores contains infinity or a value too large for dtype('float32').",
+        ),
     ],
 )
 def test_metric_refusals(call, error, message):
@@ -188,8 +236,8 @@ def test_metric_refusals(call, error, message):
 )
 def test_static_checks_raise_under_jit(options):
     @jax.jit
-    def f(s, l):
-        return metrics.dcg(s, l, **options)
+    def f(s, y):
+        return metrics.dcg(s, y, **options)
 
     with pytest.raises(InvalidParameterError):
         f(S, L)
@@ -204,4 +252,6 @@ def test_values_in_padding_are_never_refused():
     where = jnp.array([[True, True, False]])
     bad = S.at[0, 2].set(jnp.nan)
     np.testing.assert_allclose(metrics.dcg(bad, -L, where=where), metrics.dcg(S[:, :2], -L[:, :2]))
-    np.testing.assert_allclose(metrics.ndcg(bad, L.at[0, 2].set(-1), where=where), metrics.ndcg(S[:, :2], L[:, :2]))
+    np.testing.assert_allclose(
+        metrics.ndcg(bad, L.at[0, 2].set(-1), where=where), metrics.ndcg(S[:, :2], L[:, :2])
+    )

@@ -29,7 +29,7 @@ def test_dcg_page_tied_example():
 def test_dcg_page_gain_remark():
     relevance = np.array([3.0, 2.0, 1.0, 0.0])
     perfect = -np.arange(4.0)
-    assert starts(metrics.dcg(perfect, relevance, gain='exp2'), "9.3927")
+    assert starts(metrics.dcg(perfect, relevance, gain="exp2"), "9.3927")
     assert starts(metrics.dcg(perfect, relevance), "4.7618")
 
 

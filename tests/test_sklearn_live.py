@@ -13,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 import oracles  # noqa: E402
+
 from lodestar import metrics  # noqa: E402
 from lodestar import sklearn as lsk  # noqa: E402
 
@@ -23,13 +24,17 @@ TOL = dict(rtol=1e-12, atol=1e-12)
 def batches(draw, *, tie_free=False):
     rows = draw(st.integers(1, 5))
     n = draw(st.integers(2, 40))
-    labels = draw(hnp.arrays(np.float64, (rows, n), elements=st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5])))
+    labels = draw(
+        hnp.arrays(np.float64, (rows, n), elements=st.sampled_from([0.0, 1.0, 2.0, 3.0, 0.5]))
+    )
     if tie_free:
         scores = np.stack([draw(st.permutations(range(n))) for _ in range(rows)]).astype(np.float64)
         scores = scores / 7.0
     else:
         decimals = draw(st.integers(0, 2))
-        scores = np.round(draw(hnp.arrays(np.float64, (rows, n), elements=st.floats(-3, 3))), decimals)
+        scores = np.round(
+            draw(hnp.arrays(np.float64, (rows, n), elements=st.floats(-3, 3))), decimals
+        )
     k = draw(st.one_of(st.none(), st.integers(1, n + 3)))
     weights = draw(st.one_of(st.none(), hnp.arrays(np.float64, rows, elements=st.floats(0.1, 5))))
     return labels, scores, k, weights
@@ -41,7 +46,9 @@ def test_dcg_score_matches_sklearn(batch, log_base):
     if log_base == 1.0:
         assert lsk.dcg_score(labels, scores, k=k, log_base=1.0) == 0.0
         return
-    expected = sklearn_metrics.dcg_score(labels, scores, k=k, log_base=log_base, sample_weight=weights)
+    expected = sklearn_metrics.dcg_score(
+        labels, scores, k=k, log_base=log_base, sample_weight=weights
+    )
     got = lsk.dcg_score(labels, scores, k=k, log_base=log_base, sample_weight=weights)
     np.testing.assert_allclose(got, expected, **TOL)
 
@@ -58,7 +65,10 @@ def test_ndcg_score_matches_sklearn(batch):
 @given(batches(tie_free=True))
 def test_ignore_ties_matches_sklearn_without_ties(batch):
     labels, scores, k, weights = batch
-    for ours, theirs in [(lsk.dcg_score, sklearn_metrics.dcg_score), (lsk.ndcg_score, sklearn_metrics.ndcg_score)]:
+    for ours, theirs in [
+        (lsk.dcg_score, sklearn_metrics.dcg_score),
+        (lsk.ndcg_score, sklearn_metrics.ndcg_score),
+    ]:
         expected = theirs(labels, scores, k=k, sample_weight=weights, ignore_ties=True)
         got = ours(labels, scores, k=k, sample_weight=weights, ignore_ties=True)
         np.testing.assert_allclose(got, expected, **TOL)
@@ -80,8 +90,14 @@ def test_padded_batched_metrics_match_sklearn_rows(batch, data):
         where[row, slots] = True
     for row in range(rows):
         expected_dcg = sklearn_metrics.dcg_score(labels[row : row + 1], scores[row : row + 1], k=k)
-        expected_ndcg = sklearn_metrics.ndcg_score(labels[row : row + 1], scores[row : row + 1], k=k)
-        expected_rr = oracles.tie_average(oracles.rr_of_order, scores[row], labels[row], k=k) if n <= 7 else None
+        expected_ndcg = sklearn_metrics.ndcg_score(
+            labels[row : row + 1], scores[row : row + 1], k=k
+        )
+        expected_rr = (
+            oracles.tie_average(oracles.rr_of_order, scores[row], labels[row], k=k)
+            if n <= 7
+            else None
+        )
         got_dcg = metrics.dcg(padded_scores, padded_labels, k=k, where=where)[row]
         got_ndcg = metrics.ndcg(padded_scores, padded_labels, k=k, where=where)[row]
         np.testing.assert_allclose(got_dcg, expected_dcg, **TOL)
@@ -96,7 +112,9 @@ def test_reciprocal_rank_score_is_the_weighted_mean_of_the_metric(batch):
     labels, scores, k, weights = batch
     per_row = np.asarray(metrics.reciprocal_rank(scores, labels, k=k))
     expected = np.average(per_row, weights=weights)
-    np.testing.assert_allclose(lsk.reciprocal_rank_score(labels, scores, k=k, sample_weight=weights), expected, **TOL)
+    np.testing.assert_allclose(
+        lsk.reciprocal_rank_score(labels, scores, k=k, sample_weight=weights), expected, **TOL
+    )
 
 
 def test_large_lists_match_sklearn_on_every_engine_path():
@@ -110,8 +128,12 @@ def test_large_lists_match_sklearn_on_every_engine_path():
             if k is not None and k < 1:
                 continue
             np.testing.assert_allclose(
-                lsk.ndcg_score(labels, scores, k=k), sklearn_metrics.ndcg_score(labels, scores, k=k), **TOL
+                lsk.ndcg_score(labels, scores, k=k),
+                sklearn_metrics.ndcg_score(labels, scores, k=k),
+                **TOL,
             )
             np.testing.assert_allclose(
-                lsk.dcg_score(labels, scores, k=k), sklearn_metrics.dcg_score(labels, scores, k=k), **TOL
+                lsk.dcg_score(labels, scores, k=k),
+                sklearn_metrics.dcg_score(labels, scores, k=k),
+                **TOL,
             )

@@ -31,7 +31,7 @@ WHERE = rng.random((4, 3, 50)) < 0.85
 def test_jit_matches_eager(name, k):
     metric = METRICS[name]
     eager = metric(SCORES, LABELS, k=k, where=WHERE)
-    jitted = jax.jit(lambda s, l, w: metric(s, l, k=k, where=w))(SCORES, LABELS, WHERE)
+    jitted = jax.jit(lambda s, y, w: metric(s, y, k=k, where=w))(SCORES, LABELS, WHERE)
     assert eager.shape == (4, 3)
     np.testing.assert_allclose(jitted, eager, rtol=1e-12)
 
@@ -40,9 +40,15 @@ def test_jit_matches_eager(name, k):
 def test_vmap_matches_batching(name):
     metric = METRICS[name]
     batched = metric(SCORES, LABELS, k=7, where=WHERE)
-    mapped = jax.vmap(jax.vmap(lambda s, l, w: metric(s, l, k=7, where=w)))(SCORES, LABELS, WHERE)
+    mapped = jax.vmap(jax.vmap(lambda s, y, w: metric(s, y, k=7, where=w)))(SCORES, LABELS, WHERE)
     np.testing.assert_allclose(mapped, batched, rtol=1e-12)
-    one_list = np.stack([metric(SCORES[i, j], LABELS[i, j], k=7, where=WHERE[i, j]) for i in range(4) for j in range(3)])
+    one_list = np.stack(
+        [
+            metric(SCORES[i, j], LABELS[i, j], k=7, where=WHERE[i, j])
+            for i in range(4)
+            for j in range(3)
+        ]
+    )
     np.testing.assert_allclose(one_list.reshape(4, 3), batched, rtol=1e-12)
 
 
@@ -58,7 +64,7 @@ def test_grad_with_respect_to_scores_is_zero(name, n):
 
 def test_grad_of_dcg_with_respect_to_labels_is_the_tie_averaged_discount():
     scores = jnp.array([0.5, 0.5, 0.1])
-    grad = jax.grad(lambda l: metrics.dcg(scores, l))(jnp.array([1.0, 0.0, 2.0]))
+    grad = jax.grad(lambda y: metrics.dcg(scores, y))(jnp.array([1.0, 0.0, 2.0]))
     mean_top_two = (1 + 1 / np.log2(3)) / 2
     np.testing.assert_allclose(grad, [mean_top_two, mean_top_two, 0.5], rtol=1e-12)
 
@@ -103,8 +109,11 @@ def test_integer_scores_are_ranked_by_value(name, dtype):
     as_float = np.argsort(np.argsort(scores.astype(np.float64)))  # same order, float keys
     expected = metric(as_float.astype(np.float64), labels, k=3)
     np.testing.assert_allclose(metric(scores, labels, k=3), expected, rtol=1e-12)
-    np.testing.assert_allclose(metric(np.tile(scores, 10), np.tile(labels, 10), k=3),
-                               metric(np.tile(as_float, 10).astype(np.float64), np.tile(labels, 10), k=3), rtol=1e-12)
+    np.testing.assert_allclose(
+        metric(np.tile(scores, 10), np.tile(labels, 10), k=3),
+        metric(np.tile(as_float, 10).astype(np.float64), np.tile(labels, 10), k=3),
+        rtol=1e-12,
+    )
 
 
 def test_boolean_scores_rank_true_first():
@@ -122,7 +131,7 @@ def test_nan_score_under_jit_gives_nan_for_that_list_only(name, n):
     labels = rng.integers(0, 3, (3, n)).astype(np.float64)
     labels[:, 0] = 1.0
     scores[1, n // 2] = np.nan
-    got = np.asarray(jax.jit(lambda s, l: metric(s, l, k=3))(scores, labels))
+    got = np.asarray(jax.jit(lambda s, y: metric(s, y, k=3))(scores, labels))
     assert np.isnan(got[1])
     assert np.all(np.isfinite(got[[0, 2]]))
     np.testing.assert_allclose(got[[0, 2]], metric(scores[[0, 2]], labels[[0, 2]], k=3), rtol=1e-12)
@@ -131,12 +140,16 @@ def test_nan_score_under_jit_gives_nan_for_that_list_only(name, n):
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda s, l: metrics.dcg(s.at[0, 1].set(jnp.nan), l), "Input scores contains NaN."),
-        (lambda s, l: metrics.ndcg(s, l.at[1, 2].set(jnp.inf), k=2),
-         "Input labels contains infinity or a value too large for dtype('float64')."),
-        (lambda s, l: metrics.ndcg(s, -l), "ndcg should not be used on negative labels."),
-        (lambda s, l: metrics.reciprocal_rank(s.at[0, 0].set(-jnp.inf), l),
-         "Input scores contains infinity or a value too large for dtype('float64')."),
+        (lambda s, y: metrics.dcg(s.at[0, 1].set(jnp.nan), y), "Input scores contains NaN."),
+        (
+            lambda s, y: metrics.ndcg(s, y.at[1, 2].set(jnp.inf), k=2),
+            "Input labels contains infinity or a value too large for dtype('float64').",
+        ),
+        (lambda s, y: metrics.ndcg(s, -y), "ndcg should not be used on negative labels."),
+        (
+            lambda s, y: metrics.reciprocal_rank(s.at[0, 0].set(-jnp.inf), y),
+            "Input scores contains infinity or a value too large for dtype('float64').",
+        ),
     ],
 )
 def test_value_checks_are_reachable_through_checkify_under_jit(call, message):
@@ -145,10 +158,13 @@ def test_value_checks_are_reachable_through_checkify_under_jit(call, message):
     checked = jax.jit(checkify.checkify(call))
     error, _ = checked(scores, labels)
     assert message in str(error.get())
-    with pytest.raises(checkify.JaxRuntimeError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+    with pytest.raises(
+        checkify.JaxRuntimeError,
+        match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\."),
+    ):
         error.throw()
     # Valid inputs pass the same checks.
-    ok, value = jax.jit(checkify.checkify(lambda s, l: metrics.ndcg(s, l)))(scores, labels)
+    ok, value = jax.jit(checkify.checkify(lambda s, y: metrics.ndcg(s, y)))(scores, labels)
     assert ok.get() is None
     assert np.all(np.isfinite(value))
 
@@ -166,6 +182,12 @@ def test_callable_gain_and_exp2():
     labels = np.array([1.0, 3.0, 0.0])
     exp2 = metrics.dcg(scores, labels, gain="exp2")
     np.testing.assert_allclose(exp2, 1 + 7 / np.log2(3), rtol=1e-12)
-    np.testing.assert_allclose(metrics.dcg(scores, labels, gain=lambda l: 2**l - 1), exp2, rtol=1e-12)
+    np.testing.assert_allclose(
+        metrics.dcg(scores, labels, gain=lambda y: 2**y - 1), exp2, rtol=1e-12
+    )
     # The ideal ranks by gain: a decreasing gain makes the label-0 item ideal.
-    np.testing.assert_allclose(metrics.ndcg(scores, labels, gain=lambda l: 5 - l), (4 + 2 / np.log2(3) + 5 / 2) / (5 + 4 / np.log2(3) + 2 / 2), rtol=1e-12)
+    np.testing.assert_allclose(
+        metrics.ndcg(scores, labels, gain=lambda y: 5 - y),
+        (4 + 2 / np.log2(3) + 5 / 2) / (5 + 4 / np.log2(3) + 2 / 2),
+        rtol=1e-12,
+    )

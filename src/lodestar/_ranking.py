@@ -75,8 +75,9 @@ def rankable(scores: jax.Array) -> jax.Array:
     """Scores in a dtype whose order all methods agree on, gradient stopped.
 
     Booleans become uint8 and half floats become float32; both conversions
-    preserve order exactly. Negative zero becomes zero. Integer scores keep their dtype: they are compared,
-    never negated, so unsigned values cannot wrap around.
+    preserve order exactly. Negative zero becomes zero. Integer scores keep
+    their dtype: they are compared, never negated, so unsigned values cannot
+    wrap around.
     """
     scores = lax.stop_gradient(scores)
     if scores.dtype == jnp.bool_:

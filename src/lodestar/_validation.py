@@ -130,8 +130,7 @@ def check_lists(scores, labels, where, *, caller: str):
     labels = _as_numeric_array(labels, name="labels", caller=caller)
     if scores.ndim == 0:
         raise ValueError(
-            f"{caller} expects scores of shape (..., n) with at least one "
-            "dimension; got a scalar."
+            f"{caller} expects scores of shape (..., n) with at least one dimension; got a scalar."
         )
     if scores.shape != labels.shape:
         raise ValueError(
@@ -142,8 +141,7 @@ def check_lists(scores, labels, where, *, caller: str):
         where = jnp.asarray(where)
         if where.dtype != jnp.bool_:
             raise ValueError(
-                f"{caller} expects `where` to be a boolean mask; got dtype "
-                f"{where.dtype}."
+                f"{caller} expects `where` to be a boolean mask; got dtype {where.dtype}."
             )
         if where.shape != scores.shape:
             raise ValueError(
@@ -160,9 +158,7 @@ def _as_numeric_array(x, *, name: str, caller: str) -> jax.Array:
     if not (
         jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_)
     ) or jnp.issubdtype(dtype, jnp.complexfloating):
-        raise ValueError(
-            f"{caller} expects real-valued numeric {name}; got dtype {dtype}."
-        )
+        raise ValueError(f"{caller} expects real-valued numeric {name}; got dtype {dtype}.")
     return jnp.asarray(x)
 
 
@@ -226,9 +222,7 @@ def check_values(
       ValueError: on concrete inputs holding NaN or infinity, or negative
         labels when ``nonnegative_labels`` is set.
     """
-    checks = _value_checks(
-        scores, labels, caller=caller, nonnegative_labels=nonnegative_labels
-    )
+    checks = _value_checks(scores, labels, caller=caller, nonnegative_labels=nonnegative_labels)
     if not checks:
         return
     names = tuple(name for name, _ in checks)

@@ -350,9 +350,7 @@ def ndcg(
     k = _validation.check_k(k, caller="ndcg")
     gain = _validation.check_gain(gain, caller="ndcg")
     ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="ndcg")
-    scores, labels, where = _prepare(
-        scores, labels, where, caller="ndcg", nonnegative_labels=True
-    )
+    scores, labels, where = _prepare(scores, labels, where, caller="ndcg", nonnegative_labels=True)
     return ndcg_kernel(
         scores,
         labels,
@@ -434,9 +432,7 @@ def reciprocal_rank(
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     k = _validation.check_k(k, caller="reciprocal_rank")
-    ignore_ties = _validation.check_bool(
-        ignore_ties, name="ignore_ties", caller="reciprocal_rank"
-    )
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="reciprocal_rank")
     scores, labels, where = _prepare(scores, labels, where, caller="reciprocal_rank")
     return reciprocal_rank_kernel(
         scores,

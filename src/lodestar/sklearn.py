@@ -59,16 +59,13 @@ def _as_checked_array(x) -> np.ndarray:
         raise ValueError(f"Found array with dim {array.ndim}, while dim <= 2 is required.")
     if array.shape[0] < 1 if array.ndim else True:
         raise ValueError(
-            f"Found array with 0 sample(s) (shape={array.shape}) while a minimum of 1 "
-            "is required."
+            f"Found array with 0 sample(s) (shape={array.shape}) while a minimum of 1 is required."
         )
     if array.dtype.kind in "fc":
         if np.isnan(array).any():
             raise ValueError("Input contains NaN.")
         if np.isinf(array).any():
-            raise ValueError(
-                f"Input contains infinity or a value too large for {array.dtype!r}."
-            )
+            raise ValueError(f"Input contains infinity or a value too large for {array.dtype!r}.")
     return array
 
 
@@ -85,9 +82,7 @@ def _check_inputs(y_true, y_score, sample_weight, *, caller, single_document_nam
             )
         lengths.append(len(sample_weight))
     if len(set(lengths)) > 1:
-        raise ValueError(
-            f"Found input variables with inconsistent numbers of samples: {lengths}"
-        )
+        raise ValueError(f"Found input variables with inconsistent numbers of samples: {lengths}")
     if caller == "ndcg_score" and y_true.min() < 0:
         raise ValueError("ndcg_score should not be used on negative y_true values.")
     if y_true.ndim > 1 and y_true.shape[1] <= 1:
@@ -178,7 +173,7 @@ def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore
 
     Remarks:
       The gains are linear; use :func:`lodestar.metrics.dcg` with
-      ``gain="exp2"`` for :math:`2^\\ell - 1`.
+      ``gain="exp2"`` for 2^label - 1.
 
     References:
       Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.

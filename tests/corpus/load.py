@@ -57,20 +57,25 @@ def load_cases() -> list[dict[str, Any]]:
         items = slice(item_off[i], item_off[i + 1])
         rows = slice(row_off[i], row_off[i + 1])
         k = int(a["case_k"][i])
-        cases.append({
-            "y_true": a["y_true"][items].reshape(shape),
-            "y_score": a["y_score"][items].reshape(shape),
-            "k": None if k == -1 else k,
-            "log_base": float(a["case_log_base"][i]),
-            "sample_weight": (a["sample_weight"][w_off[i]:w_off[i + 1]]
-                              if a["case_has_weights"][i] else None),
-            "ignore_ties": bool(a["case_ignore_ties"][i]),
-            "dcg_score": float(a["case_dcg_score"][i]),
-            "ndcg_score": float(a["case_ndcg_score"][i]),
-            "dcg_rows": a["row_dcg"][rows],
-            "ndcg_rows": a["row_ndcg"][rows],
-            "case_id": i,
-            "label_kind": label_names[a["case_label_kind"][i]],
-            "score_kind": score_names[a["case_score_kind"][i]],
-        })
+        cases.append(
+            {
+                "y_true": a["y_true"][items].reshape(shape),
+                "y_score": a["y_score"][items].reshape(shape),
+                "k": None if k == -1 else k,
+                "log_base": float(a["case_log_base"][i]),
+                "sample_weight": (
+                    a["sample_weight"][w_off[i] : w_off[i + 1]]
+                    if a["case_has_weights"][i]
+                    else None
+                ),
+                "ignore_ties": bool(a["case_ignore_ties"][i]),
+                "dcg_score": float(a["case_dcg_score"][i]),
+                "ndcg_score": float(a["case_ndcg_score"][i]),
+                "dcg_rows": a["row_dcg"][rows],
+                "ndcg_rows": a["row_ndcg"][rows],
+                "case_id": i,
+                "label_kind": label_names[a["case_label_kind"][i]],
+                "score_kind": score_names[a["case_score_kind"][i]],
+            }
+        )
     return cases

@@ -60,8 +60,7 @@ P_CONSTANT_ROW = 0.08  # fully tied score row (ignore_ties=False only)
 
 LABEL_KINDS = ("graded", "binary", "continuous", "negative")
 LABEL_KIND_P = (0.40, 0.25, 0.25, 0.10)
-SCORE_KINDS = ("continuous", "rounded", "tiny_set", "label_derived", "mixed",
-               "tie_free")
+SCORE_KINDS = ("continuous", "rounded", "tiny_set", "label_derived", "mixed", "tie_free")
 # Used when ignore_ties is False; "tie_free" is reserved for ignore_ties=True.
 SCORE_KIND_P = (0.15, 0.35, 0.25, 0.10, 0.15, 0.0)
 
@@ -73,8 +72,7 @@ JSON_NAME = "sklearn_corpus.json"
 # --------------------------------------------------------------------------- #
 # Random input generators
 # --------------------------------------------------------------------------- #
-def draw_labels(rng: np.random.Generator, shape: tuple[int, int],
-                kind: str) -> np.ndarray:
+def draw_labels(rng: np.random.Generator, shape: tuple[int, int], kind: str) -> np.ndarray:
     """Draw a ``y_true`` matrix of the given label kind (float64)."""
     n_rows, n_cols = shape
     if kind == "graded":
@@ -104,7 +102,8 @@ def draw_labels(rng: np.random.Generator, shape: tuple[int, int],
 
     if kind == "negative" and not (y < 0).any():
         y[rng.integers(n_rows), rng.integers(n_cols)] = -rng.choice(
-            [1.0, 2.0, rng.uniform(0.01, 3.0)])
+            [1.0, 2.0, rng.uniform(0.01, 3.0)]
+        )
     return y
 
 
@@ -121,8 +120,9 @@ def _rounded_row(rng: np.random.Generator, n_cols: int) -> np.ndarray:
     return np.round(x, decimals)
 
 
-def _tiny_set_row(rng: np.random.Generator, n_cols: int,
-                  values: np.ndarray | None = None) -> np.ndarray:
+def _tiny_set_row(
+    rng: np.random.Generator, n_cols: int, values: np.ndarray | None = None
+) -> np.ndarray:
     if values is None:
         values = _tiny_value_set(rng)
     return rng.choice(values, size=n_cols)
@@ -135,8 +135,7 @@ def _tiny_value_set(rng: np.random.Generator) -> np.ndarray:
     return rng.normal(size=m)
 
 
-def draw_scores(rng: np.random.Generator, y_true: np.ndarray,
-                kind: str) -> np.ndarray:
+def draw_scores(rng: np.random.Generator, y_true: np.ndarray, kind: str) -> np.ndarray:
     """Draw a ``y_score`` matrix of the given score kind (float64)."""
     n_rows, n_cols = y_true.shape
     if kind == "tie_free":
@@ -148,8 +147,7 @@ def draw_scores(rng: np.random.Generator, y_true: np.ndarray,
         s = np.stack([_rounded_row(rng, n_cols) for _ in range(n_rows)])
     elif kind == "tiny_set":
         values = _tiny_value_set(rng)  # shared by all rows of the case
-        s = np.stack([_tiny_set_row(rng, n_cols, values)
-                      for _ in range(n_rows)])
+        s = np.stack([_tiny_set_row(rng, n_cols, values) for _ in range(n_rows)])
     elif kind == "label_derived":
         mode = rng.integers(3)
         if mode == 0:  # ideal ordering, ties exactly where labels tie
@@ -160,8 +158,7 @@ def draw_scores(rng: np.random.Generator, y_true: np.ndarray,
             s = np.round(y_true + rng.normal(0.0, 0.7, size=y_true.shape), 1)
     elif kind == "mixed":
         makers = (_continuous_row, _rounded_row, _tiny_set_row)
-        s = np.stack([makers[rng.integers(3)](rng, n_cols)
-                      for _ in range(n_rows)])
+        s = np.stack([makers[rng.integers(3)](rng, n_cols) for _ in range(n_rows)])
     else:
         raise ValueError(kind)
 
@@ -171,8 +168,7 @@ def draw_scores(rng: np.random.Generator, y_true: np.ndarray,
     return np.ascontiguousarray(s, dtype=np.float64)
 
 
-def draw_tie_free_scores(rng: np.random.Generator, n_rows: int,
-                         n_cols: int) -> np.ndarray:
+def draw_tie_free_scores(rng: np.random.Generator, n_rows: int, n_cols: int) -> np.ndarray:
     """Scores without duplicates in any row (safe for ``ignore_ties=True``).
 
     numpy's ``argsort`` order among equal keys is build dependent, so scikit-learn's
@@ -182,8 +178,7 @@ def draw_tie_free_scores(rng: np.random.Generator, n_rows: int,
     for _ in range(n_rows):
         while True:
             if rng.random() < 0.5:
-                row = rng.permutation(n_cols).astype(np.float64) * rng.choice(
-                    [1.0, 0.25, -1.0])
+                row = rng.permutation(n_cols).astype(np.float64) * rng.choice([1.0, 0.25, -1.0])
             else:
                 row = _continuous_row(rng, n_cols)
             # np.unique also merges -0.0 with 0.0, matching sklearn's notion.
@@ -235,20 +230,31 @@ def reference_values(y_true, y_score, k, log_base, sample_weight, ignore_ties):
     """
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning would make a case dubious
-        dcg = dcg_score(y_true, y_score, k=k, log_base=log_base,
-                        sample_weight=sample_weight, ignore_ties=ignore_ties)
-        dcg_rows = _dcg_sample_scores(y_true, y_score, k=k, log_base=log_base,
-                                      ignore_ties=ignore_ties)
+        dcg = dcg_score(
+            y_true,
+            y_score,
+            k=k,
+            log_base=log_base,
+            sample_weight=sample_weight,
+            ignore_ties=ignore_ties,
+        )
+        dcg_rows = _dcg_sample_scores(
+            y_true, y_score, k=k, log_base=log_base, ignore_ties=ignore_ties
+        )
         if (y_true < 0).any():
             ndcg = np.nan
             ndcg_rows = np.full(y_true.shape[0], np.nan)
         else:
-            ndcg = ndcg_score(y_true, y_score, k=k, sample_weight=sample_weight,
-                              ignore_ties=ignore_ties)
-            ndcg_rows = _ndcg_sample_scores(y_true, y_score, k=k,
-                                            ignore_ties=ignore_ties)
-    return (float(dcg), float(ndcg), np.asarray(dcg_rows, np.float64),
-            np.asarray(ndcg_rows, np.float64))
+            ndcg = ndcg_score(
+                y_true, y_score, k=k, sample_weight=sample_weight, ignore_ties=ignore_ties
+            )
+            ndcg_rows = _ndcg_sample_scores(y_true, y_score, k=k, ignore_ties=ignore_ties)
+    return (
+        float(dcg),
+        float(ndcg),
+        np.asarray(dcg_rows, np.float64),
+        np.asarray(ndcg_rows, np.float64),
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -257,10 +263,21 @@ def reference_values(y_true, y_score, k, log_base, sample_weight, ignore_ties):
 def generate(seed: int = SEED, n_cases: int = N_CASES) -> dict[str, np.ndarray]:
     """Draw ``n_cases`` cases and return the arrays of the ``.npz`` file."""
     rng = np.random.default_rng(seed)
-    per_case = {name: [] for name in (
-        "case_n_rows", "case_n_cols", "case_k", "case_log_base",
-        "case_has_weights", "case_ignore_ties", "case_label_kind",
-        "case_score_kind", "case_dcg_score", "case_ndcg_score")}
+    per_case = {
+        name: []
+        for name in (
+            "case_n_rows",
+            "case_n_cols",
+            "case_k",
+            "case_log_base",
+            "case_has_weights",
+            "case_ignore_ties",
+            "case_label_kind",
+            "case_score_kind",
+            "case_dcg_score",
+            "case_ndcg_score",
+        )
+    }
     y_true_parts, y_score_parts, weight_parts = [], [], []
     row_dcg_parts, row_ndcg_parts = [], []
 
@@ -269,8 +286,7 @@ def generate(seed: int = SEED, n_cases: int = N_CASES) -> dict[str, np.ndarray]:
         n_cols = int(rng.integers(MIN_COLS, MAX_COLS + 1))
         label_kind = str(rng.choice(LABEL_KINDS, p=LABEL_KIND_P))
         ignore_ties = bool(rng.random() < P_IGNORE_TIES)
-        score_kind = ("tie_free" if ignore_ties
-                      else str(rng.choice(SCORE_KINDS, p=SCORE_KIND_P)))
+        score_kind = "tie_free" if ignore_ties else str(rng.choice(SCORE_KINDS, p=SCORE_KIND_P))
         k = draw_k(rng, n_cols)
         log_base = float(LOG_BASES[rng.integers(len(LOG_BASES))])
         weights = draw_weights(rng, n_rows)
@@ -278,7 +294,8 @@ def generate(seed: int = SEED, n_cases: int = N_CASES) -> dict[str, np.ndarray]:
         y_true = draw_labels(rng, (n_rows, n_cols), label_kind)
         y_score = draw_scores(rng, y_true, score_kind)
         dcg, ndcg, dcg_rows, ndcg_rows = reference_values(
-            y_true, y_score, k, log_base, weights, ignore_ties)
+            y_true, y_score, k, log_base, weights, ignore_ties
+        )
 
         per_case["case_n_rows"].append(n_rows)
         per_case["case_n_cols"].append(n_cols)
@@ -299,13 +316,19 @@ def generate(seed: int = SEED, n_cases: int = N_CASES) -> dict[str, np.ndarray]:
     def offsets(sizes) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
-    dtypes = {"case_n_rows": np.int64, "case_n_cols": np.int64,
-              "case_k": np.int64, "case_log_base": np.float64,
-              "case_has_weights": np.bool_, "case_ignore_ties": np.bool_,
-              "case_label_kind": np.int8, "case_score_kind": np.int8,
-              "case_dcg_score": np.float64, "case_ndcg_score": np.float64}
-    arrays = {name: np.asarray(vals, dtype=dtypes[name])
-              for name, vals in per_case.items()}
+    dtypes = {
+        "case_n_rows": np.int64,
+        "case_n_cols": np.int64,
+        "case_k": np.int64,
+        "case_log_base": np.float64,
+        "case_has_weights": np.bool_,
+        "case_ignore_ties": np.bool_,
+        "case_label_kind": np.int8,
+        "case_score_kind": np.int8,
+        "case_dcg_score": np.float64,
+        "case_ndcg_score": np.float64,
+    }
+    arrays = {name: np.asarray(vals, dtype=dtypes[name]) for name, vals in per_case.items()}
     arrays["case_item_offset"] = offsets([p.size for p in y_true_parts])
     arrays["case_row_offset"] = offsets(arrays["case_n_rows"])
     arrays["case_weight_offset"] = offsets([p.size for p in weight_parts])
@@ -355,16 +378,13 @@ def summarize(arrays: dict[str, np.ndarray]) -> dict:
     return {
         "n_rows_total": int(arrays["case_n_rows"].sum()),
         "n_items_total": int(arrays["y_true"].size),
-        "label_kind": {name: int((label == i).sum())
-                       for i, name in enumerate(LABEL_KINDS)},
-        "score_kind": {name: int((score == i).sum())
-                       for i, name in enumerate(SCORE_KINDS)},
+        "label_kind": {name: int((label == i).sum()) for i, name in enumerate(LABEL_KINDS)},
+        "score_kind": {name: int((score == i).sum()) for i, name in enumerate(SCORE_KINDS)},
         "k_none": int((k == -1).sum()),
         "k_eq_1": int((k == 1).sum()),
         "k_eq_n_cols": int((k == n_cols).sum()),
         "k_gt_n_cols": int((k > n_cols).sum()),
-        "log_base": {repr(b): int((arrays["case_log_base"] == b).sum())
-                     for b in LOG_BASES},
+        "log_base": {repr(b): int((arrays["case_log_base"] == b).sum()) for b in LOG_BASES},
         "weighted": int(arrays["case_has_weights"].sum()),
         "ignore_ties": int(arrays["case_ignore_ties"].sum()),
         "ndcg_nan": int(np.isnan(arrays["case_ndcg_score"]).sum()),
@@ -374,8 +394,12 @@ def summarize(arrays: dict[str, np.ndarray]) -> dict:
 def main(argv: list[str] | None = None) -> None:
     """Write the corpus ``.npz`` and its ``.json`` metadata."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output-dir", type=Path, default=HERE,
-                        help="directory to write into (default: next to this file)")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=HERE,
+        help="directory to write into (default: next to this file)",
+    )
     args = parser.parse_args(argv)
 
     arrays = generate()
@@ -395,14 +419,14 @@ def main(argv: list[str] | None = None) -> None:
         "log_bases": list(LOG_BASES),
         "label_kind_names": list(LABEL_KINDS),
         "score_kind_names": list(SCORE_KINDS),
-        "arrays": {name: {"dtype": str(a.dtype), "shape": list(a.shape)}
-                   for name, a in arrays.items()},
+        "arrays": {
+            name: {"dtype": str(a.dtype), "shape": list(a.shape)} for name, a in arrays.items()
+        },
         "counts": summarize(arrays),
     }
     json_path = args.output_dir / JSON_NAME
     json_path.write_text(json.dumps(metadata, indent=2) + "\n")
-    print(f"wrote {npz_path} ({npz_path.stat().st_size} bytes) "
-          f"and {json_path}")
+    print(f"wrote {npz_path} ({npz_path.stat().st_size} bytes) and {json_path}")
 
 
 if __name__ == "__main__":
