@@ -58,6 +58,24 @@ def discount_table(n: int, *, k, log_base, dtype) -> jax.Array:
       A ``(n + 1,)`` array of ``dtype``.
     """
     position = jnp.arange(n)
-    discount = 1 / (jnp.log(position.astype(dtype) + 2) / jnp.log(jnp.asarray(log_base, dtype)))
+    discount = discount_at(position.astype(dtype) + 1, log_base)
     discount = jnp.where(position < k, discount, 0)
     return jnp.concatenate([jnp.zeros(1, dtype), jnp.cumsum(discount)])
+
+
+def discount_at(rank: jax.Array, log_base) -> jax.Array:
+    """The DCG discount ``1 / log_b(rank + 1)`` at a 1-based rank.
+
+    The one place the discount formula lives: :func:`discount_table` evaluates
+    it at the integer ranks ``1 .. n``, and :mod:`lodestar.smooth` at soft
+    (fractional) ranks. The order of operations is scikit-learn's,
+    ``1 / (log(rank + 1) / log(b))``.
+
+    Args:
+      rank: 1-based ranks, integer-valued or not, of a floating dtype.
+      log_base: The logarithm base in (0, inf); a Python float or a traced scalar.
+
+    Returns:
+      The discounts, of ``rank``'s shape and dtype.
+    """
+    return 1 / (jnp.log(rank + 1) / jnp.log(jnp.asarray(log_base, rank.dtype)))

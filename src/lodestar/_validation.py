@@ -87,6 +87,40 @@ def check_log_base(log_base, *, caller: str) -> float:
     return float(log_base)
 
 
+def check_positive_float(value, *, name: str, caller: str) -> float:
+    """Return ``value`` as a float in (0, inf); refuse anything else.
+
+    Raises:
+      InvalidParameterError: ``value`` is not a real number in (0, inf): zero,
+        negative, NaN, infinite, a bool, or not a number at all.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (0.0 < float(value) < math.inf)
+    ):
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be a float in the range "
+            f"(0.0, inf). Got {value!r} instead."
+        )
+    return float(value)
+
+
+def check_option(value, *, name: str, options: tuple[str, ...], caller: str) -> str:
+    """Return ``value`` if it is one of the strings ``options``; refuse anything else.
+
+    Raises:
+      InvalidParameterError: ``value`` is not a str among ``options``.
+    """
+    if isinstance(value, str) and value in options:
+        return value
+    listed = ", ".join(repr(option) for option in sorted(options))
+    raise InvalidParameterError(
+        f"The '{name}' parameter of {caller} must be a str among {{{listed}}}. "
+        f"Got {value!r} instead."
+    )
+
+
 def check_bool(value, *, name: str, caller: str) -> bool:
     """Return ``value`` as a bool; refuse non-booleans (1, "yes", None)."""
     if not isinstance(value, bool | np.bool_):

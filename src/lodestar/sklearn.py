@@ -125,12 +125,23 @@ def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
     return scores, labels, where
 
 
-def _weighted_mean(per_row: jax.Array, rows: int, sample_weight) -> float:
-    return float(np.average(np.asarray(per_row)[:rows], weights=sample_weight))
-
-
-def _cutoff(k: int | None, n: int) -> int:
-    return n if k is None else min(k, n)
+def _score(
+    kernel, y_true, y_score, k, sample_weight, ignore_ties, *, caller, metric_name, **options
+):
+    """Validate like scikit-learn, run ``kernel`` in float64, take the weighted mean."""
+    k = _validation.check_k(k, caller=caller)
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
+    y_true, y_score, sample_weight = _check_inputs(
+        y_true, y_score, sample_weight, caller=caller, single_document_name=metric_name
+    )
+    with jax.enable_x64(True):
+        scores, labels, where = _padded_lists(y_true, y_score)
+        n = scores.shape[1]
+        cutoff = n if k is None else min(k, n)
+        per_row = kernel(
+            scores, labels, where, cutoff, rank_k=None, ignore_ties=ignore_ties, **options
+        )
+        return float(np.average(np.asarray(per_row)[: len(y_true)], weights=sample_weight))
 
 
 def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore_ties=False):
@@ -179,25 +190,21 @@ def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore
       Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="dcg_score")
+    # scikit-learn checks k before log_base; so do we.
+    _validation.check_k(k, caller="dcg_score")
     log_base = _validation.check_log_base(log_base, caller="dcg_score")
-    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="dcg_score")
-    y_true, y_score, sample_weight = _check_inputs(
-        y_true, y_score, sample_weight, caller="dcg_score", single_document_name="NDCG"
+    return _score(
+        metrics.dcg_kernel,
+        y_true,
+        y_score,
+        k,
+        sample_weight,
+        ignore_ties,
+        caller="dcg_score",
+        metric_name="NDCG",
+        log_base=log_base,
+        gain="linear",
     )
-    with jax.enable_x64(True):
-        scores, labels, where = _padded_lists(y_true, y_score)
-        per_row = metrics.dcg_kernel(
-            scores,
-            labels,
-            where,
-            _cutoff(k, scores.shape[1]),
-            log_base,
-            rank_k=None,
-            gain="linear",
-            ignore_ties=ignore_ties,
-        )
-        return _weighted_mean(per_row, len(y_true), sample_weight)
 
 
 def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False):
@@ -232,23 +239,17 @@ def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False
       Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="ndcg_score")
-    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="ndcg_score")
-    y_true, y_score, sample_weight = _check_inputs(
-        y_true, y_score, sample_weight, caller="ndcg_score", single_document_name="NDCG"
+    return _score(
+        metrics.ndcg_kernel,
+        y_true,
+        y_score,
+        k,
+        sample_weight,
+        ignore_ties,
+        caller="ndcg_score",
+        metric_name="NDCG",
+        gain="linear",
     )
-    with jax.enable_x64(True):
-        scores, labels, where = _padded_lists(y_true, y_score)
-        per_row = metrics.ndcg_kernel(
-            scores,
-            labels,
-            where,
-            _cutoff(k, scores.shape[1]),
-            rank_k=None,
-            gain="linear",
-            ignore_ties=ignore_ties,
-        )
-        return _weighted_mean(per_row, len(y_true), sample_weight)
 
 
 def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False):
@@ -289,25 +290,13 @@ def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore
       Voorhees, "The TREC-8 question answering track report", TREC 1999.
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="reciprocal_rank_score")
-    ignore_ties = _validation.check_bool(
-        ignore_ties, name="ignore_ties", caller="reciprocal_rank_score"
-    )
-    y_true, y_score, sample_weight = _check_inputs(
+    return _score(
+        metrics.reciprocal_rank_kernel,
         y_true,
         y_score,
+        k,
         sample_weight,
+        ignore_ties,
         caller="reciprocal_rank_score",
-        single_document_name="reciprocal rank",
+        metric_name="reciprocal rank",
     )
-    with jax.enable_x64(True):
-        scores, labels, where = _padded_lists(y_true, y_score)
-        per_row = metrics.reciprocal_rank_kernel(
-            scores,
-            labels,
-            where,
-            _cutoff(k, scores.shape[1]),
-            rank_k=None,
-            ignore_ties=ignore_ties,
-        )
-        return _weighted_mean(per_row, len(y_true), sample_weight)

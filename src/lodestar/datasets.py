@@ -1,0 +1,496 @@
+"""Learning-to-rank data: a synthetic generator and a LETOR/svmlight reader.
+
+Both return the same padded form, a :class:`RankingData`: one row per query,
+documents along the second axis, padding at the end of each row and marked
+False in ``where``. That is the layout :mod:`lodestar.metrics` scores, so a
+model's scores go straight into a metric with ``where=data.where``:
+
+>>> import jax
+>>> from lodestar import datasets, metrics
+>>> data = datasets.synthetic_ltr(jax.random.key(0), 8, 20, 5)
+>>> data.features.shape, data.labels.shape, data.where.shape
+((8, 20, 5), (8, 20), (8, 20))
+>>> scores = data.features[..., 0]  # rank by the first feature
+>>> metrics.ndcg(scores, data.labels, k=10, where=data.where).shape
+(8,)
+
+* :func:`synthetic_ltr` draws a learnable ranking task in pure JAX: graded
+  labels 0-4 from a hidden non-linear model of the features plus noise, with
+  lists of varying length.
+* :func:`load_svmlight` reads the text format of the LETOR, MSLR-WEB and Yahoo!
+  learning-to-rank collections (plain or gzip-compressed) into NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import numbers
+import os
+import re
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lodestar._validation import InvalidParameterError, _is_int
+
+__all__ = ["RankingData", "load_svmlight", "synthetic_ltr"]
+
+
+class RankingData(NamedTuple):
+    """Padded learning-to-rank data: ``n_queries`` lists of up to ``list_size`` documents.
+
+    Documents of query ``q`` fill ``features[q, :m]`` and ``labels[q, :m]``,
+    where ``m = where[q].sum()``; the padding after them is 0 in ``features``
+    and ``labels`` and False in ``where``. Being a named tuple, it unpacks
+    (``features, labels, where, qids = data``) and is a JAX pytree.
+
+    Attributes:
+      features: ``(n_queries, list_size, n_features)`` floating feature vectors.
+      labels: ``(n_queries, list_size)`` graded relevance, floating.
+      where: ``(n_queries, list_size)`` boolean mask; False marks padding.
+      qids: ``(n_queries,)`` integer query ids, in the order of the rows.
+    """
+
+    features: np.ndarray | jax.Array
+    labels: np.ndarray | jax.Array
+    where: np.ndarray | jax.Array
+    qids: np.ndarray | jax.Array
+
+
+# --------------------------------------------------------------------------
+# Synthetic data
+# --------------------------------------------------------------------------
+
+# Cumulative share of labels below 1, 2, 3 and 4: about 50% of documents are
+# graded 0, 30% 1, 13% 2, 5% 3 and 2% 4, close to MSLR-WEB30K's distribution.
+_GRADE_QUANTILES = (0.50, 0.80, 0.93, 0.98)
+_HIDDEN_UNITS = 16
+_REFERENCE_SIZE = 8192
+_QUERY_FEATURE_SHARE = 0.2  # share of each feature's variance common to a query
+_QUERY_OFFSET_SD = 0.5  # per-query shift of the noisy relevance (query difficulty)
+_TASK_SEED = 0x10DE57A
+
+
+def _check_size(value, *, name: str, low: int) -> int:
+    if not _is_int(value) or value < low:
+        raise InvalidParameterError(
+            f"The '{name}' parameter of synthetic_ltr must be an int in the range "
+            f"[{low}, inf). Got {value!r} instead."
+        )
+    return int(value)
+
+
+def _hidden_relevance(task: int, n_features: int):
+    """The hidden model of ``task``: a function from features to relevance.
+
+    The model mixes a linear term, a random one-hidden-layer tanh network and
+    a squared projection, each standardised on a fixed reference sample, so
+    that a linear scorer recovers part of the signal and a non-linear one
+    more. It depends only on ``task`` and ``n_features``, never on the key
+    that draws the data.
+    """
+    key = jax.random.fold_in(jax.random.key(_TASK_SEED), task)
+    k_w, k_u, k_b, k_v, k_a, k_ref = jax.random.split(key, 6)
+    f, h = n_features, _HIDDEN_UNITS
+    w = jax.random.normal(k_w, (f,)) / math.sqrt(f)
+    u = jax.random.normal(k_u, (f, h)) * (2.0 / math.sqrt(f))
+    b = jax.random.normal(k_b, (h,))
+    v = jax.random.normal(k_v, (h,)) / math.sqrt(h)
+    a = jax.random.normal(k_a, (f,)) / math.sqrt(f)
+
+    def parts(x):
+        return jnp.stack([x @ w, jnp.tanh(x @ u + b) @ v, (x @ a) ** 2], axis=-1)
+
+    reference = parts(jax.random.normal(k_ref, (_REFERENCE_SIZE, f)))
+    mean, sd = reference.mean(axis=0), reference.std(axis=0)
+    weights = jnp.array([1.0, 1.0, 0.7]) / sd
+    total_sd = jnp.std((reference - mean) @ weights)
+
+    def relevance(x):
+        return ((parts(x) - mean) @ weights) / total_sd
+
+    return relevance
+
+
+def synthetic_ltr(
+    key: jax.Array,
+    n_queries: int,
+    list_size: int,
+    n_features: int,
+    *,
+    min_list_size: int | None = None,
+    noise: float = 0.5,
+    task: int = 0,
+    dtype=jnp.float32,
+) -> RankingData:
+    """Draw a synthetic learning-to-rank data set with graded labels 0-4.
+
+    Each query draws a list length uniformly from ``[min_list_size,
+    list_size]`` and that many documents. A document's features are standard
+    normal, with a share common to its query (so documents of one query look
+    alike, as in real collections). Its label grades a hidden relevance, a
+    fixed non-linear function of the features, plus a per-query offset and
+    Gaussian noise of scale ``noise`` (the hidden relevance has unit
+    variance): the grades cut that noisy relevance at fixed quantiles, so
+    about 50% of documents are graded 0, 30% 1, 13% 2, 5% 3 and 2% 4,
+    whatever ``noise`` is. Some queries have no relevant document at all.
+
+    The hidden model depends only on ``task`` and ``n_features``, not on
+    ``key``: data sets drawn with different keys are independent samples of
+    one task, so one can train on one key and evaluate on another.
+
+    Args:
+      key: A JAX PRNG key (``jax.random.key`` or ``jax.random.PRNGKey``).
+      n_queries: Number of queries (rows), >= 0.
+      list_size: Longest list, and the padded width; >= 1.
+      n_features: Features per document, >= 1.
+      min_list_size: Shortest list, in ``[1, list_size]``. Default
+        ``min(list_size, max(2, list_size // 4))``. Equal to ``list_size``
+        for lists without padding.
+      noise: Standard deviation of the label noise, >= 0; 0 makes the labels
+        a deterministic function of the features and the query.
+      task: Which hidden model, an int >= 0.
+      dtype: Floating dtype of ``features`` and ``labels``. The data are drawn
+        in float32 whatever it is, so the labels and the mask do not depend
+        on it.
+
+    Returns:
+      A :class:`RankingData` of JAX arrays: ``features`` of shape
+      ``(n_queries, list_size, n_features)``, ``labels`` (integers 0-4 stored
+      as ``dtype``) and ``where`` of shape ``(n_queries, list_size)``, and
+      ``qids = arange(n_queries)``. Padding is at the end of each row, with
+      features and labels 0. The same key and arguments give the same data.
+
+    Raises:
+      InvalidParameterError: a size is not an int in its range, ``noise`` is
+        negative or not finite, ``task`` is not an int >= 0, or ``dtype`` is
+        not floating.
+
+    Example:
+      The sizes are static, so under :func:`jax.jit` they are static
+      arguments:
+
+      >>> import jax
+      >>> from lodestar import datasets
+      >>> draw = jax.jit(datasets.synthetic_ltr, static_argnums=(1, 2, 3))
+      >>> data = draw(jax.random.key(1), 100, 30, 10)
+      >>> data.labels.min().item(), data.labels.max().item()
+      (0.0, 4.0)
+      >>> lengths = data.where.sum(axis=1)
+      >>> bool((lengths >= 7).all() and (lengths <= 30).all())
+      True
+    """
+    n_queries = _check_size(n_queries, name="n_queries", low=0)
+    list_size = _check_size(list_size, name="list_size", low=1)
+    n_features = _check_size(n_features, name="n_features", low=1)
+    task = _check_size(task, name="task", low=0)
+    if min_list_size is None:
+        min_list_size = min(list_size, max(2, list_size // 4))
+    elif not _is_int(min_list_size) or not 1 <= min_list_size <= list_size:
+        raise InvalidParameterError(
+            f"The 'min_list_size' parameter of synthetic_ltr must be an int in the range "
+            f"[1, list_size={list_size}] or None. Got {min_list_size!r} instead."
+        )
+    if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0 <= noise < math.inf:
+        raise InvalidParameterError(
+            "The 'noise' parameter of synthetic_ltr must be a float in the range "
+            f"[0.0, inf). Got {noise!r} instead."
+        )
+    if not jnp.issubdtype(dtype, jnp.floating):
+        raise InvalidParameterError(
+            f"The 'dtype' parameter of synthetic_ltr must be a floating dtype. Got {dtype!r} "
+            "instead."
+        )
+
+    relevance = _hidden_relevance(task, n_features)
+    k_len, k_query, k_doc, k_offset, k_noise, k_ref = jax.random.split(key, 6)
+    shape = (n_queries, list_size)
+    lengths = jax.random.randint(k_len, (n_queries, 1), min_list_size, list_size + 1)
+    where = jnp.arange(list_size) < lengths
+
+    share = _QUERY_FEATURE_SHARE
+    common = jax.random.normal(k_query, (n_queries, 1, n_features))
+    own = jax.random.normal(k_doc, (*shape, n_features))
+    features = math.sqrt(share) * common + math.sqrt(1 - share) * own
+    offset = _QUERY_OFFSET_SD * jax.random.normal(k_offset, (n_queries, 1))
+    noisy = relevance(features) + offset + noise * jax.random.normal(k_noise, shape)
+
+    # The cut points are quantiles of the noisy relevance over a reference
+    # sample drawn from the task's key, so they never depend on the data drawn.
+    k_ref_x, k_ref_offset, k_ref_noise = jax.random.split(
+        jax.random.fold_in(jax.random.key(_TASK_SEED + 1), task), 3
+    )
+    reference = (
+        relevance(jax.random.normal(k_ref_x, (_REFERENCE_SIZE, n_features)))
+        + _QUERY_OFFSET_SD * jax.random.normal(k_ref_offset, (_REFERENCE_SIZE,))
+        + noise * jax.random.normal(k_ref_noise, (_REFERENCE_SIZE,))
+    )
+    cuts = jnp.quantile(reference, jnp.array(_GRADE_QUANTILES))
+    labels = jnp.sum(noisy[..., None] > cuts, axis=-1)
+
+    features = jnp.where(where[..., None], features, 0).astype(dtype)
+    labels = jnp.where(where, labels, 0).astype(dtype)
+    return RankingData(features, labels, where, jnp.arange(n_queries))
+
+
+# --------------------------------------------------------------------------
+# svmlight / LETOR files
+# --------------------------------------------------------------------------
+
+# Numbers in the decimal forms C, Python and NumPy all read the same way;
+# "nan", "inf" and hexadecimal are refused. re.ASCII keeps \d and \s to ASCII.
+_NUMBER = rb"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_NUMBER_RE = re.compile(_NUMBER, re.ASCII)
+_QID_RE = re.compile(rb"qid:(\d{1,18})", re.ASCII)
+_FEATURES_RE = re.compile(rb"(?:\d+:" + _NUMBER + rb"(?:\s+\d+:" + _NUMBER + rb")*)?\s*", re.ASCII)
+_FEATURE_ID_RE = re.compile(rb"-?\d+", re.ASCII)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _show(token: bytes) -> str:
+    return repr(token.decode("utf-8", "backslashreplace"))
+
+
+def _finite(text: bytes, limit: float) -> bool:
+    return _NUMBER_RE.fullmatch(text) is not None and abs(float(text)) <= limit
+
+
+def _line_error(body: bytes, *, n_features: int | None, limit: float) -> str | None:
+    """What is wrong with one non-blank line (comment removed); None if nothing.
+
+    This is the slow, token-by-token reading that words the refusals; the
+    fast path in :func:`load_svmlight` only finds which line to hand it.
+    """
+    head = body.split(None, 2)
+    if not _finite(head[0], limit):
+        return f"expected a finite number as the label, got {_show(head[0])}"
+    if len(head) < 2:
+        return "expected 'qid:<id>' after the label, got end of line"
+    if not head[1].startswith(b"qid:"):
+        return f"expected 'qid:<id>' after the label, got {_show(head[1])}"
+    if _QID_RE.fullmatch(head[1]) is None:
+        return f"expected a non-negative integer query id, got {_show(head[1])}"
+    seen = set()
+    for token in head[2].split() if len(head) == 3 else ():
+        text_id, colon, value = token.partition(b":")
+        if not colon or _FEATURE_ID_RE.fullmatch(text_id) is None:
+            return f"expected a feature '<id>:<value>', got {_show(token)}"
+        feature = int(text_id)
+        if feature < 1:
+            return f"feature id {feature} in {_show(token)} is below 1; feature ids start at 1"
+        if n_features is not None and feature > n_features:
+            return f"feature id {feature} in {_show(token)} exceeds n_features={n_features}"
+        if not _finite(value, limit):
+            return f"expected a finite number as the value of feature {feature}, got {_show(value)}"
+        if feature in seen:
+            return f"feature id {feature} appears twice"
+        seen.add(feature)
+    return None
+
+
+def _check_optional_size(value, *, name: str) -> int | None:
+    if value is not None and (not _is_int(value) or value < 1):
+        raise InvalidParameterError(
+            f"The '{name}' parameter of load_svmlight must be an int in the range "
+            f"[1, inf) or None. Got {value!r} instead."
+        )
+    return None if value is None else int(value)
+
+
+def load_svmlight(
+    path: str | os.PathLike,
+    *,
+    n_features: int | None = None,
+    dtype=np.float32,
+    max_list_size: int | None = None,
+) -> RankingData:
+    """Read a LETOR/svmlight ranking file into padded NumPy arrays.
+
+    Each line holds one document::
+
+        <label> qid:<id> <feature>:<value> <feature>:<value> ... # comment
+
+    Labels and values are decimal numbers (``3``, ``-0.5``, ``1e-3``; not
+    ``nan`` or ``inf``); query ids are non-negative integers; feature ids are
+    1-based integers, in any order, each at most once per line, and features
+    a line leaves out are 0. Fields are separated by spaces or tabs. ``#``
+    starts a comment that runs to the end of the line; blank and comment-only
+    lines are skipped. A file that starts with the gzip magic bytes is
+    decompressed, whatever its name.
+
+    The lines of one query must be contiguous, as in every LETOR collection:
+    a query id that comes back after another query's lines is refused rather
+    than merged, since that usually means two files or two folds were
+    concatenated. Queries keep the order of the file, and documents the order
+    of their lines.
+
+    Args:
+      path: The file, plain or gzip-compressed.
+      n_features: Width of the feature axis. Default: the largest feature id
+        in the file. Given, a feature id beyond it is refused.
+      dtype: Floating NumPy dtype of ``features`` and ``labels``. A label or
+        value too large for it is refused.
+      max_list_size: Width of the list axis. Default: the longest query's
+        length. Given, a query with more documents is refused (lists are
+        never truncated: that would change the ideal DCG). Give the same
+        value to the train and test files for arrays of the same width.
+
+    Returns:
+      A :class:`RankingData` of NumPy arrays: ``features`` of shape
+      ``(n_queries, list_size, n_features)`` and ``labels`` of shape
+      ``(n_queries, list_size)`` in ``dtype``, the boolean mask ``where``, and
+      ``qids``, the int64 query ids. A file with no documents gives
+      ``n_queries = 0``.
+
+    Raises:
+      ValueError: a line is malformed, or breaks a rule above. The message
+        names the file and the 1-based line, for example
+        ``data.txt:3: expected 'qid:<id>' after the label, got 'foo'``. When
+        a file has several faults the first line with one is reported.
+      InvalidParameterError: ``n_features`` or ``max_list_size`` is not None
+        and not an int >= 1, or ``dtype`` is not floating.
+      OSError: the file cannot be read or decompressed.
+
+    Example:
+      >>> import os, tempfile
+      >>> from lodestar import datasets
+      >>> text = '''# two queries
+      ... 2 qid:10 1:0.5 3:1.0  # doc a
+      ... 0 qid:10 2:0.25
+      ... 1 qid:11 1:1.0
+      ... '''
+      >>> with tempfile.TemporaryDirectory() as tmp:
+      ...     path = os.path.join(tmp, "train.txt")
+      ...     with open(path, "w") as f:
+      ...         _ = f.write(text)
+      ...     data = datasets.load_svmlight(path)
+      >>> data.features.shape, data.qids.tolist()
+      ((2, 2, 3), [10, 11])
+      >>> data.features[0].tolist()
+      [[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]]
+      >>> data.labels.tolist(), data.where.tolist()
+      ([[2.0, 0.0], [1.0, 0.0]], [[True, True], [True, False]])
+    """
+    n_features = _check_optional_size(n_features, name="n_features")
+    max_list_size = _check_optional_size(max_list_size, name="max_list_size")
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        dtype = None
+    if dtype is None or not np.issubdtype(dtype, np.floating):
+        raise InvalidParameterError(
+            "The 'dtype' parameter of load_svmlight must be a floating dtype. "
+            f"Got {dtype!r} instead."
+        )
+    name = os.fspath(path)
+    with open(path, "rb") as file:
+        data = file.read()
+    if data.startswith(_GZIP_MAGIC):
+        data = gzip.decompress(data)
+    limit = float(np.finfo(dtype).max)
+    lines = data.split(b"\n")
+
+    def refuse(index: int, message: str | None = None):
+        body = lines[index].partition(b"#")[0]
+        if message is None:
+            message = _line_error(body, n_features=n_features, limit=limit)
+        if message is None:  # pragma: no cover - the fast path and _line_error disagree
+            message = "malformed line"
+        raise ValueError(f"{name}:{index + 1}: {message}")
+
+    # Fast path, line by line: split off the label and the qid and check the
+    # syntax with compiled patterns; parse the numbers afterwards in bulk.
+    label_text, qid_text, rest, line_index = [], [], [], []
+    syntax_error = None
+    for index, line in enumerate(lines):
+        head = line.partition(b"#")[0].split(None, 2)
+        if not head:
+            continue
+        qid = _QID_RE.fullmatch(head[1]) if len(head) > 1 else None
+        features = head[2] if len(head) == 3 else b""
+        if (
+            qid is None
+            or _NUMBER_RE.fullmatch(head[0]) is None
+            or _FEATURES_RE.fullmatch(features) is None
+        ):
+            syntax_error = index
+            break
+        label_text.append(head[0])
+        qid_text.append(qid[1])
+        rest.append(features)
+        line_index.append(index)
+
+    line_index = np.array(line_index, dtype=np.int64)
+    labels = np.array([float(t) for t in label_text], dtype=np.float64)
+    qids = np.array([int(t) for t in qid_text], dtype=np.int64)
+    counts = np.array([r.count(b":") for r in rest], dtype=np.int64)
+    joined = b" ".join(rest).replace(b":", b" ")
+    flat = np.array(joined.split(), dtype=np.float64) if counts.sum() else np.zeros(0)
+    ids = flat[0::2].astype(np.int64)
+    values = flat[1::2]
+    token_line = np.repeat(np.arange(len(rest)), counts)
+
+    # Faults within a line, found in bulk; _line_error words the first.
+    bad = ~(np.abs(labels) <= limit)
+    bad_token = (ids < 1) | ~(np.abs(values) <= limit)
+    if n_features is not None:
+        bad_token |= ids > n_features
+    same_line = token_line[1:] == token_line[:-1]
+    if not np.all(ids[1:][same_line] > ids[:-1][same_line]):  # unsorted: look for repeats
+        order = np.lexsort((ids, token_line))
+        repeat = (np.diff(ids[order]) == 0) & (np.diff(token_line[order]) == 0)
+        bad_token[order[1:][repeat]] = True
+    bad[token_line[bad_token]] = True
+    first_bad = int(np.argmax(bad)) if bad.any() else len(rest)
+
+    # Faults across lines: a query that comes back, a query that is too long.
+    new_query = np.ones(len(qids), dtype=bool)
+    new_query[1:] = qids[1:] != qids[:-1]
+    starts = np.flatnonzero(new_query)
+    query = np.cumsum(new_query) - 1
+    position = np.arange(len(qids)) - starts[query] if len(qids) else query
+    _, first_start = np.unique(qids[starts], return_index=True)
+    back = np.ones(len(starts), dtype=bool)
+    back[first_start] = False
+    cross = []
+    if back.any():
+        again = int(starts[np.argmax(back)])
+        first = int(starts[np.argmax(qids[starts] == qids[again])])
+        cross.append(
+            (
+                again,
+                f"query {qids[again]} comes back after other queries (first seen on line "
+                f"{line_index[first] + 1}); the lines of one query must be contiguous",
+            )
+        )
+    if max_list_size is not None and np.any(position >= max_list_size):
+        over = int(np.argmax(position >= max_list_size))
+        cross.append(
+            (
+                over,
+                f"query {qids[over]} has more than max_list_size={max_list_size} documents",
+            )
+        )
+    cross = [(at, message) for at, message in cross if at < first_bad]
+    if cross:
+        at, message = min(cross)
+        refuse(int(line_index[at]), message)
+    if first_bad < len(rest):
+        refuse(int(line_index[first_bad]))
+    if syntax_error is not None:
+        refuse(syntax_error)
+
+    n_queries = len(starts)
+    lengths = np.bincount(query, minlength=n_queries)
+    width = max_list_size if max_list_size is not None else int(lengths.max(initial=0))
+    depth = n_features if n_features is not None else int(ids.max(initial=0))
+    out_features = np.zeros((n_queries, width, depth), dtype=dtype)
+    out_features[query[token_line], position[token_line], ids - 1] = values
+    out_labels = np.zeros((n_queries, width), dtype=dtype)
+    out_labels[query, position] = labels
+    where = np.zeros((n_queries, width), dtype=bool)
+    where[query, position] = True
+    return RankingData(out_features, out_labels, where, qids[starts])

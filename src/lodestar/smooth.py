@@ -1,0 +1,713 @@
+r"""Smooth (differentiable) ranking metrics: soft ranks, DCG, NDCG and reciprocal rank.
+
+The exact metrics of :mod:`lodestar.metrics` are piecewise constant in the
+scores, so their gradient is zero. Every function here replaces the hard rank
+of each item by a **soft rank**, a smooth function of the scores controlled by
+a ``temperature`` :math:`T > 0` (in the units of the scores), and converges to
+the exact metric on tie-free scores as :math:`T \to 0`.
+
+Every function works along the **last axis**: ``scores`` and ``labels`` have
+shape ``(..., n)``; :func:`ranks` returns ``(..., n)`` and the metrics return
+``(...)``, one value per list.
+
+>>> import jax
+>>> import jax.numpy as jnp
+>>> from lodestar import smooth
+>>> scores = jnp.array([0.3, 2.0, 1.0])
+>>> labels = jnp.array([1.0, 0.0, 2.0])
+>>> smooth.ranks(scores, temperature=0.01).tolist()
+[3.0, 1.0, 2.0]
+>>> print(f"{smooth.ndcg(scores, labels, temperature=0.01):.4f}")
+0.6713
+>>> jax.grad(smooth.ndcg)(scores, labels).shape
+(3,)
+
+**Methods.** ``method`` selects the soft rank:
+
+* ``"sigmoid"`` (default): the ApproxNDCG rank of Qin, Liu & Li (2010),
+  :math:`r_i = 1 + \sum_{j \ne i} \sigma((s_j - s_i) / T)`. :math:`O(n^2)`
+  time and memory.
+* ``"neuralsort"``: the relaxed permutation matrix of Grover et al. (2019).
+  :math:`O(n^2)`.
+* ``"softsort"``: the relaxed permutation matrix of Prillo & Eisenschlos
+  (2020). :math:`O(n^2)`.
+* ``"permutahedron"``: the projection onto the permutahedron of Blondel et al.
+  (2020), by isotonic regression. :math:`O(n \log n)` time, :math:`O(n)`
+  memory, with a closed-form backward pass.
+
+**Cut-off** ``k``. The soft metrics weight each item by a soft indicator of
+being in the top ``k``, :math:`c_i = \sigma((s_i - t_k) / T)`, where the
+threshold :math:`t_k` is the midpoint of the ``k``-th and ``(k+1)``-th largest
+real scores (as Qin et al. 2010 and Rax place it); with ``k`` at or past the
+number of real items, :math:`c_i = 1`. As :math:`T \to 0`, :math:`c_i` tends
+to 1 for the top ``k`` items and to 0 for the others, so the soft DCG@k tends
+to the exact DCG@k.
+
+**Padding.** ``where`` is a boolean mask; ``False`` marks padding, which takes
+no part: real items score and differentiate exactly as without it, padding
+gets a zero gradient (and a soft rank of 0), and a list with no real item
+scores 0.
+
+**Numerics.** Half-precision inputs are computed in float32, as in
+:mod:`lodestar.metrics`. Values and gradients stay finite for tied scores,
+scores of :math:`\pm 10^6`, temperatures down to :math:`10^{-6}`, one-item and
+fully padded lists. Options are checked when the function is traced; NaN and
+infinity in real items raise on concrete arrays, as in :mod:`lodestar.metrics`.
+
+References:
+  Qin, Liu & Li, "A general approximation framework for direct optimization of
+  information retrieval measures", Information Retrieval 13(4), 2010.
+  https://doi.org/10.1007/s10791-009-9124-x
+
+  Grover, Wang, Zweig & Ermon, "Stochastic optimization of sorting networks via
+  continuous relaxations", ICLR 2019. https://arxiv.org/abs/1903.08850
+
+  Prillo & Eisenschlos, "SoftSort: a continuous relaxation for the argsort
+  operator", ICML 2020. https://arxiv.org/abs/2006.16038
+
+  Blondel, Teboul, Berthet & Djolonga, "Fast differentiable sorting and
+  ranking", ICML 2020. https://arxiv.org/abs/2002.08871
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from lodestar import _gains, _validation, metrics
+
+if TYPE_CHECKING:
+    from jaxtyping import Array, Bool, Float, Num
+
+__all__ = ["dcg", "ndcg", "ranks", "reciprocal_rank"]
+
+METHODS = ("sigmoid", "neuralsort", "softsort", "permutahedron")
+
+
+# --------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------
+
+
+def _check_options(temperature, method, *, caller):
+    temperature = _validation.check_positive_float(
+        temperature, name="temperature", caller=caller
+    )
+    method = _validation.check_option(method, name="method", options=METHODS, caller=caller)
+    return temperature, method
+
+
+def _prepare(scores, labels, where, *, caller, nonnegative_labels=False):
+    scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
+    _validation.check_values(
+        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
+    )
+    return scores, labels, where
+
+
+def _valid(scores, where):
+    return jnp.ones(scores.shape, bool) if where is None else where
+
+
+# --------------------------------------------------------------------------
+# Soft ranks
+# --------------------------------------------------------------------------
+
+
+def _masked_log_softmax(x, mask, axis):
+    """``log softmax(x)`` over the entries where ``mask`` holds; 0 elsewhere.
+
+    ``x`` must be finite everywhere (masked entries included), so that no
+    NaN can leak into gradients. A slice with no entry gives all zeros.
+    """
+    peak = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True)
+    peak = lax.stop_gradient(jnp.where(jnp.isfinite(peak), peak, 0))
+    shifted = jnp.where(mask, x - peak, 0)
+    total = jnp.sum(jnp.where(mask, jnp.exp(shifted), 0), axis=axis, keepdims=True)
+    total = jnp.where(total > 0, total, 1)
+    return jnp.where(mask, shifted - jnp.log(total), 0)
+
+
+def _count(valid):
+    return jnp.sum(valid, axis=-1)
+
+
+def _sigmoid_ranks(s, valid, temperature):
+    # pair[..., i, j] compares item j with item i.
+    n = s.shape[-1]
+    pair = valid[..., None, :] & valid[..., :, None] & ~jnp.eye(n, dtype=bool)
+    above = jax.nn.sigmoid((s[..., None, :] - s[..., :, None]) / temperature)
+    return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
+
+
+def _expected_positions(logits, valid):
+    """Soft ranks from a relaxed permutation matrix given by its logits.
+
+    ``logits[..., p, i]`` scores item ``i`` for position ``p + 1``. Each row
+    is normalised over the real items (the relaxed permutation matrix
+    :math:`\\hat P`), then each column over the used positions, and the soft rank
+    of item ``i`` is the mean position :math:`\\sum_p p \\hat P_{pi} / \\sum_p
+    \\hat P_{pi}`: a convex combination of ``1 .. m``, since the columns of
+    :math:`\\hat P` need not sum to 1.
+    """
+    n = valid.shape[-1]
+    used = jnp.arange(n) < _count(valid)[..., None]
+    mask = used[..., :, None] & valid[..., None, :]
+    log_p = _masked_log_softmax(logits, mask, axis=-1)
+    share = jnp.where(mask, jnp.exp(_masked_log_softmax(log_p, mask, axis=-2)), 0)
+    position = jnp.arange(1, n + 1, dtype=logits.dtype)
+    return jnp.sum(share * position[:, None], axis=-2)
+
+
+def _neuralsort_ranks(s, valid, temperature):
+    n = s.shape[-1]
+    m = _count(valid)[..., None].astype(s.dtype)
+    pair = valid[..., None, :] & valid[..., :, None]
+    spread = jnp.sum(jnp.where(pair, jnp.abs(s[..., :, None] - s[..., None, :]), 0), axis=-1)
+    position = jnp.arange(1, n + 1, dtype=s.dtype)
+    scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
+    logits = (scale * s[..., None, :] - spread[..., None, :]) / temperature
+    return _expected_positions(logits, valid)
+
+
+def _descending(s, valid):
+    """Real scores sorted in descending order, then zeros for padding."""
+    n = s.shape[-1]
+    ordered = -jnp.sort(-jnp.where(valid, s, -jnp.inf), axis=-1)
+    used = jnp.arange(n) < _count(valid)[..., None]
+    return jnp.where(used, ordered, 0)
+
+
+def _softsort_ranks(s, valid, temperature):
+    ordered = _descending(s, valid)
+    logits = -jnp.abs(ordered[..., :, None] - s[..., None, :]) / temperature
+    return _expected_positions(logits, valid)
+
+
+def _isotonic_blocks(z_sorted, m):
+    """Pool adjacent violators for the permutahedron projection, in O(n).
+
+    Solves :math:`\\min_{v_1 \\ge \\dots \\ge v_m} \\lVert v - (z - w) \\rVert^2`
+    over the first ``m`` entries of the descending ``z_sorted``, with
+    :math:`w = (m, m-1, \\dots, 1)`, by a stack of blocks: push each entry, and
+    merge the two top blocks while their means violate the order. There are at
+    most ``m`` pushes and ``m - 1`` merges, so the single ``while_loop`` runs at
+    most ``2m`` O(1) steps.
+
+    A block holding sorted positions ``[a, b)`` is stored by its start ``a``
+    and the mean of ``z`` over it; the mean of ``w`` over it is
+    ``m - (a + b - 1) / 2`` exactly, so the huge ``z`` of a small temperature
+    never absorbs the small ``w`` (two blocks violate the order iff
+    ``mean_z1 - mean_z2 < (b2 - a1) / 2``).
+
+    Returns:
+      ``(block_id, block_start, block_end, z_mean)``, each of shape ``(n,)``, for
+      the block of every sorted position (meaningless past ``m``).
+    """
+    n = z_sorted.shape[0]
+    dtype = z_sorted.dtype
+    starts = jnp.zeros(n + 1, jnp.int32)
+    means = jnp.zeros(n, dtype)
+
+    def violated(i, top, starts, means):
+        lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
+        gap = means[lo] - means[hi]
+        return (top >= 2) & (gap < (i - starts[lo]).astype(dtype) / 2)
+
+    def cond(state):
+        i, top, starts, means = state
+        return (i < m) | violated(i, top, starts, means)
+
+    def body(state):
+        i, top, starts, means = state
+        merge = violated(i, top, starts, means)
+        lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
+        first = (starts[hi] - starts[lo]).astype(dtype)
+        second = (i - starts[hi]).astype(dtype)
+        # m1 + (m2 - m1) c2 / (c1 + c2): equal means merge to that mean exactly.
+        merged = means[lo] + (means[hi] - means[lo]) * (second / jnp.where(merge, first + second, 1))
+        slot = jnp.where(merge, lo, top)
+        value = jnp.where(merge, merged, z_sorted[jnp.minimum(i, n - 1)])
+        means = means.at[slot].set(value, mode="drop")
+        starts = starts.at[top].set(jnp.where(merge, starts[top], i), mode="drop")
+        i = i + jnp.where(merge, 0, 1)
+        top = top + jnp.where(merge, -1, 1)
+        return i, top, starts, means
+
+    zero = jnp.zeros((), jnp.int32)
+    _, top, starts, means = lax.while_loop(cond, body, (zero, zero, starts, means))
+    block = jnp.arange(n)
+    marks = jnp.zeros(n, jnp.int32).at[jnp.where(block < top, starts[:n], n)].add(1, mode="drop")
+    block_id = jnp.clip(jnp.cumsum(marks) - 1, 0, n - 1)
+    ends = jnp.where(block + 1 < top, starts[1:], m)
+    return block_id, starts[block_id], ends[block_id], means[block_id]
+
+
+def _project_forward(z, valid):
+    n = z.shape[0]
+    m = _count(valid)
+    # Real items by descending z (ascending score), padding last.
+    order = jnp.argsort(jnp.where(valid, -z, jnp.inf), stable=True)
+    z_sorted = z[order]
+    block_id, start, end, z_mean = _isotonic_blocks(z_sorted, m)
+    used = jnp.arange(n) < m
+    dtype = z.dtype
+    w_mean = m.astype(dtype) - (start + end - 1).astype(dtype) / 2
+    out_sorted = jnp.where(used, w_mean + (z_sorted - z_mean), 0)
+    out = jnp.zeros(n, dtype).at[order].set(out_sorted)
+    size = jnp.maximum(end - start, 1).astype(dtype)
+    return out, (order, block_id, size, used)
+
+
+@jax.custom_vjp
+def _project_permutahedron(z, valid):
+    """Euclidean projection of the real entries of ``z`` onto the permutahedron.
+
+    The permutahedron is that of :math:`(m, m-1, \\dots, 1)` for the ``m`` real
+    items; padding gets 0. One list (1-D) at a time.
+    """
+    return _project_forward(z, valid)[0]
+
+
+def _project_fwd(z, valid):
+    out, residuals = _project_forward(z, valid)
+    return out, residuals
+
+
+def _project_bwd(residuals, g):
+    # The Jacobian is I minus block-wise averaging (Blondel et al. 2020, Prop. 4).
+    order, block_id, size, used = residuals
+    n = g.shape[0]
+    g_sorted = jnp.where(used, g[order], 0)
+    block_sum = jax.ops.segment_sum(g_sorted, block_id, num_segments=n)
+    grad_sorted = jnp.where(used, g_sorted - block_sum[block_id] / size, 0)
+    return jnp.zeros_like(g).at[order].set(grad_sorted), None
+
+
+_project_permutahedron.defvjp(_project_fwd, _project_bwd)
+
+
+def _permutahedron_ranks(s, valid, temperature):
+    z = -s / temperature
+    shape = z.shape
+    flat = jax.vmap(_project_permutahedron)(z.reshape(-1, shape[-1]), valid.reshape(-1, shape[-1]))
+    return flat.reshape(shape)
+
+
+_RANKERS = {
+    "sigmoid": _sigmoid_ranks,
+    "neuralsort": _neuralsort_ranks,
+    "softsort": _softsort_ranks,
+    "permutahedron": _permutahedron_ranks,
+}
+
+
+def _soft_ranks(s, valid, temperature, method):
+    """Soft 1-based ranks of the real items of ``s``; 0 for padding.
+
+    ``s`` is floating and already zero on padding. The result is clipped into
+    ``[1, m]`` (``m`` real items), where every method lies in exact
+    arithmetic; the clip only removes round-off.
+    """
+    r = _RANKERS[method](s, valid, temperature)
+    m = jnp.maximum(_count(valid), 1)[..., None].astype(s.dtype)
+    return jnp.where(valid, jnp.clip(r, 1, m), 0)
+
+
+def _floating(scores, labels, valid):
+    """Scores and labels in the computing dtype, zero on padding."""
+    dtype = metrics.result_dtype(scores, labels)
+    s = jnp.where(valid, scores.astype(dtype), 0)
+    y = jnp.where(valid, labels.astype(dtype), 0)
+    return s, y, dtype
+
+
+def _top_k_weight(s, valid, temperature, k):
+    r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``."""
+    n = s.shape[-1]
+    if k is None or k >= n:
+        return jnp.ones_like(s)
+    ordered = -jnp.sort(-jnp.where(valid, s, -jnp.inf), axis=-1)
+    cuts = k < _count(valid)
+    threshold = jnp.where(cuts, (ordered[..., k - 1] + ordered[..., k]) / 2, 0)
+    weight = jax.nn.sigmoid((s - threshold[..., None]) / temperature)
+    return jnp.where(cuts[..., None], weight, 1)
+
+
+# --------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("method",))
+def ranks_kernel(scores, where, temperature, *, method):
+    """Soft ranks; see :func:`ranks`. Inputs already validated."""
+    valid = _valid(scores, where)
+    dtype = metrics.result_dtype(scores)
+    if scores.shape[-1] == 0:
+        return jnp.zeros(scores.shape, dtype)
+    s = jnp.where(valid, scores.astype(dtype), 0)
+    return _soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
+
+
+def _soft_dcg(s, gains, valid, temperature, log_base, *, method, k):
+    r = _soft_ranks(s, valid, temperature, method)
+    weight = _gains.discount_at(r, log_base) * _top_k_weight(s, valid, temperature, k)
+    return jnp.sum(jnp.where(valid, gains * weight, 0), axis=-1)
+
+
+_STATIC = ("method", "k", "gain")
+
+
+@functools.partial(jax.jit, static_argnames=(*_STATIC, "zero_discount"))
+def dcg_kernel(scores, labels, where, temperature, log_base, *, method, k, gain, zero_discount):
+    """Per-list smooth DCG; see :func:`dcg`. Inputs already validated."""
+    valid = _valid(scores, where)
+    s, y, dtype = _floating(scores, labels, valid)
+    if scores.shape[-1] == 0 or zero_discount:
+        # log_base 1 makes every discount 1 / inf = 0, whose gradient is 0 * inf.
+        return jnp.zeros(scores.shape[:-1], dtype)
+    gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
+    temperature = jnp.asarray(temperature, dtype)
+    return _soft_dcg(s, gains, valid, temperature, log_base, method=method, k=k)
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
+def ndcg_kernel(scores, labels, where, temperature, *, method, k, gain):
+    """Per-list smooth NDCG; see :func:`ndcg`. Inputs already validated."""
+    valid = _valid(scores, where)
+    s, y, dtype = _floating(scores, labels, valid)
+    n = scores.shape[-1]
+    if n == 0:
+        return jnp.zeros(scores.shape[:-1], dtype)
+    gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
+    temperature = jnp.asarray(temperature, dtype)
+    value = _soft_dcg(s, gains, valid, temperature, 2.0, method=method, k=k)
+    cutoff = n if k is None else min(k, n)
+    ideal = metrics._ideal_discounted_gain(gains, valid, k=cutoff, rank_k=None)
+    nonzero = ideal != 0
+    return jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
+
+
+@functools.partial(jax.jit, static_argnames=("method",))
+def reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
+    """Per-list smooth reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""
+    valid = _valid(scores, where)
+    s, y, dtype = _floating(scores, labels, valid)
+    if scores.shape[-1] == 0:
+        return jnp.zeros(scores.shape[:-1], dtype)
+    temperature = jnp.asarray(temperature, dtype)
+    relevant = valid & (y != 0)
+    r = _soft_ranks(s, valid, temperature, method)
+    first = jnp.where(relevant, jnp.exp(_masked_log_softmax(s / temperature, relevant, -1)), 0)
+    return jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+
+def ranks(
+    scores: Num[Array, "*batch n"],
+    *,
+    temperature: float = 1.0,
+    method: str = "sigmoid",
+    where: Bool[Array, "*batch n"] | None = None,
+) -> Float[Array, "*batch n"]:
+    r"""Soft 1-based ranks: a differentiable relaxation of the descending rank.
+
+    The hard rank of item :math:`i` is its 1-based position when the real
+    items are sorted by descending score. With :math:`m` real items, each
+    method gives a smooth :math:`r_i \in [1, m]`:
+
+    .. math::
+
+        \text{sigmoid:}\quad r_i = 1 + \sum_{j \ne i} \sigma\!\left(\frac{s_j - s_i}{T}\right)
+
+        \text{neuralsort, softsort:}\quad
+            r_i = \frac{\sum_{p=1}^m p\, \hat P_{pi}}{\sum_{p=1}^m \hat P_{pi}},\quad
+            \hat P_{p\cdot} = \operatorname{softmax}\!\left(\frac{(m + 1 - 2p)\, s
+                - A_s \mathbf 1}{T}\right) \text{ or }
+            \operatorname{softmax}\!\left(-\frac{|s_{[p]} - s|}{T}\right)
+
+        \text{permutahedron:}\quad r = \operatorname*{arg\,min}_{y \in
+            \mathcal P(m, m-1, \dots, 1)} \left\lVert y + \frac{s}{T} \right\rVert^2
+
+    where :math:`A_s = (|s_i - s_j|)_{ij}`, :math:`s_{[p]}` is the
+    :math:`p`-th largest score and :math:`\mathcal P(w)` is the permutahedron
+    (the convex hull of the permutations of :math:`w`). The relaxed
+    permutation matrix :math:`\hat P` of NeuralSort and SoftSort is only
+    row-stochastic, so its transpose applied to the positions is normalised by
+    the column sums, which keeps :math:`r_i` a mean position. The permutahedron
+    projection is the "quadratic" soft rank :math:`r_{\varepsilon Q}` of
+    Blondel et al. with :math:`\varepsilon = T`, computed by sorting and
+    isotonic regression (pool adjacent violators) in :math:`O(n \log n)` with
+    a closed-form backward pass.
+
+    As :math:`T \to 0` every method tends to the hard ranks on tie-free
+    scores. Tied scores get equal soft ranks (sigmoid, softsort,
+    permutahedron average them).
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
+      method: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
+        ``"permutahedron"``.
+      where: ``(..., n)`` boolean mask; False marks padding, which gets rank 0.
+
+    Returns:
+      ``(..., n)`` soft ranks, floating (half precision widened to float32).
+
+    Raises:
+      InvalidParameterError: ``temperature`` is not a float in (0, inf);
+        ``method`` is unknown.
+      ValueError: ``scores`` is a scalar; ``where`` is not a boolean array of the
+        same shape; on concrete inputs, a real item holds NaN or infinity.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import smooth
+      >>> scores = jnp.array([0.1, 0.9, 0.5])
+      >>> smooth.ranks(scores, temperature=1e-3, method="permutahedron").tolist()
+      [3.0, 1.0, 2.0]
+      >>> smooth.ranks(jnp.array([1.0, 1.0]), method="permutahedron").tolist()
+      [1.5, 1.5]
+
+    References:
+      Qin, Liu & Li, Information Retrieval 13(4), 2010.
+      https://doi.org/10.1007/s10791-009-9124-x
+
+      Grover et al., ICLR 2019. https://arxiv.org/abs/1903.08850
+
+      Prillo & Eisenschlos, ICML 2020. https://arxiv.org/abs/2006.16038
+
+      Blondel et al., ICML 2020. https://arxiv.org/abs/2002.08871
+    """
+    temperature, method = _check_options(temperature, method, caller="ranks")
+    scores, _, where = _prepare(
+        scores, jnp.zeros(jnp.shape(scores), jnp.int8), where, caller="ranks"
+    )
+    return ranks_kernel(scores, where, temperature, method=method)
+
+
+def dcg(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    temperature: float = 1.0,
+    method: str = "sigmoid",
+    k: int | None = None,
+    log_base: float = 2.0,
+    gain: str | Callable = "linear",
+    where: Bool[Array, "*batch n"] | None = None,
+) -> Float[Array, "*batch"]:
+    r"""Smooth discounted cumulative gain of each list.
+
+    .. math::
+
+        \widetilde{\mathrm{DCG}}\mathrm{@k} = \sum_i
+            \frac{g(\ell_i)}{\log_b(r_i + 1)}\, c_i,\qquad
+        c_i = \sigma\!\left(\frac{s_i - t_k}{T}\right)
+
+    where :math:`r_i` is the soft rank of :func:`ranks`, the discount is the
+    exact metric's (:func:`lodestar._gains.discount_at`), and :math:`t_k` is
+    the midpoint of the ``k``-th and ``(k+1)``-th largest real scores
+    (:math:`c_i = 1` when ``k`` is None or at least the number of real items).
+    On tie-free scores it tends to :func:`lodestar.metrics.dcg` as
+    :math:`T \to 0`.
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      labels: ``(..., n)`` graded relevance of each item.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
+      method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
+        ``"permutahedron"``; see :func:`ranks`.
+      k: Soft cut-off at the top ``k`` positions; None scores the whole list.
+      log_base: Base :math:`b` of the discount, in (0, inf).
+      gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
+      where: ``(..., n)`` boolean mask; False marks padding.
+
+    Returns:
+      ``(...)`` smooth DCG of each list; 0 for a list with no real item.
+
+    Raises:
+      InvalidParameterError: ``temperature`` or ``log_base`` is not in (0, inf);
+        ``method`` or ``gain`` is unknown; ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics, smooth
+      >>> scores = jnp.array([0.9, 0.5, 0.1])
+      >>> labels = jnp.array([3.0, 2.0, 1.0])
+      >>> print(f"{metrics.dcg(scores, labels):.4f}")
+      4.7619
+      >>> print(f"{smooth.dcg(scores, labels, temperature=0.01):.4f}")
+      4.7619
+
+    References:
+      Qin, Liu & Li, Information Retrieval 13(4), 2010.
+      https://doi.org/10.1007/s10791-009-9124-x
+
+      Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.
+      https://doi.org/10.1145/582415.582418
+    """
+    temperature, method = _check_options(temperature, method, caller="dcg")
+    k = _validation.check_k(k, caller="dcg")
+    log_base = _validation.check_log_base(log_base, caller="dcg")
+    gain = _validation.check_gain(gain, caller="dcg")
+    scores, labels, where = _prepare(scores, labels, where, caller="dcg")
+    return dcg_kernel(
+        scores,
+        labels,
+        where,
+        temperature,
+        log_base,
+        method=method,
+        k=k,
+        gain=gain,
+        zero_discount=log_base == 1.0,
+    )
+
+
+def ndcg(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    temperature: float = 1.0,
+    method: str = "sigmoid",
+    k: int | None = None,
+    gain: str | Callable = "linear",
+    where: Bool[Array, "*batch n"] | None = None,
+) -> Float[Array, "*batch"]:
+    r"""Smooth NDCG of each list: smooth DCG over the exact ideal DCG.
+
+    .. math::
+
+        \widetilde{\mathrm{NDCG}}\mathrm{@k} =
+            \frac{\widetilde{\mathrm{DCG}}\mathrm{@k}(s)}{\mathrm{DCG@k}(\text{ideal})}
+
+    The numerator is :func:`dcg` with base 2; the denominator is the exact
+    ideal DCG of :func:`lodestar.metrics.ndcg` (same ``k``, gain and discount,
+    real items only), which does not depend on the scores. A list whose ideal
+    is 0 scores 0. On tie-free scores it tends to
+    :func:`lodestar.metrics.ndcg` as :math:`T \to 0`.
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      labels: ``(..., n)`` graded relevance, non-negative.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
+      method: The soft rank; see :func:`ranks`.
+      k: Soft cut-off at the top ``k`` positions (see :func:`dcg`); the ideal
+        is cut exactly at ``k``. None scores the whole list.
+      gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
+      where: ``(..., n)`` boolean mask; False marks padding.
+
+    Returns:
+      ``(...)`` smooth NDCG of each list, in [0, 1] for non-negative gains up
+      to the smoothing (soft ranks can beat the ideal by a little at high
+      temperature only if the cut-off is soft); 0 with no relevant or no real
+      item.
+
+    Raises:
+      InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` or
+        ``gain`` is unknown; ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN, infinity or a negative label.
+
+    Example:
+      >>> import jax
+      >>> import jax.numpy as jnp
+      >>> from lodestar import smooth
+      >>> scores = jnp.array([0.1, 0.9, 0.5])
+      >>> labels = jnp.array([1.0, 0.0, 0.0])
+      >>> grad = jax.grad(smooth.ndcg)(scores, labels, temperature=0.5)
+      >>> bool(grad[0] > 0 > grad[1])
+      True
+
+    References:
+      Qin, Liu & Li, Information Retrieval 13(4), 2010.
+      https://doi.org/10.1007/s10791-009-9124-x
+    """
+    temperature, method = _check_options(temperature, method, caller="ndcg")
+    k = _validation.check_k(k, caller="ndcg")
+    gain = _validation.check_gain(gain, caller="ndcg")
+    scores, labels, where = _prepare(scores, labels, where, caller="ndcg", nonnegative_labels=True)
+    return ndcg_kernel(scores, labels, where, temperature, method=method, k=k, gain=gain)
+
+
+def reciprocal_rank(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    temperature: float = 1.0,
+    method: str = "sigmoid",
+    where: Bool[Array, "*batch n"] | None = None,
+) -> Float[Array, "*batch"]:
+    r"""Smooth reciprocal rank of the first relevant item.
+
+    .. math::
+
+        \widetilde{\mathrm{RR}} = \sum_{i \in R} \frac{q_i}{r_i},\qquad
+        q_i = \frac{\exp(s_i / T)}{\sum_{j \in R} \exp(s_j / T)}
+
+    where :math:`R` is the set of relevant (non-zero label) real items,
+    :math:`r_i` the soft rank of :func:`ranks` and :math:`q_i` a softmax over
+    the relevant items' scores: the Gibbs relaxation of "item :math:`i` is the
+    highest-scored relevant item", at the same temperature. The exact value is
+    :math:`1 / r_{i^*}` for :math:`i^* = \arg\max_{i \in R} s_i`; on tie-free
+    scores, :math:`q \to e_{i^*}` and :math:`r \to` the hard ranks as
+    :math:`T \to 0`, so :math:`\widetilde{\mathrm{RR}} \to \mathrm{RR}`.
+
+    Unlike :math:`1 / r_{i^*}` alone, every relevant item receives gradient,
+    through :math:`q_i` (raising a lower relevant item towards the top raises
+    the value) and through :math:`r_i`. The :math:`q_i` sum to 1, so a single
+    relevant item gives exactly :math:`1 / r_i`, and the value stays in
+    :math:`[1/m, 1]`. (A product of pairwise sigmoids,
+    :math:`\prod_{j \in R \setminus i} \sigma((s_i - s_j)/T)`, was rejected:
+    it does not sum to 1 when several relevant items are close.)
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      labels: ``(..., n)`` relevance; any non-zero value is relevant.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
+      method: The soft rank; see :func:`ranks`.
+      where: ``(..., n)`` boolean mask; False marks padding.
+
+    Returns:
+      ``(...)`` smooth reciprocal rank of each list, in [0, 1]; 0 for a list
+      with no relevant or no real item.
+
+    Raises:
+      InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` is
+        unknown.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import smooth
+      >>> scores = jnp.array([0.9, 0.5, 0.1])
+      >>> labels = jnp.array([0.0, 1.0, 1.0])
+      >>> print(f"{smooth.reciprocal_rank(scores, labels, temperature=0.01):.4f}")
+      0.5000
+
+    References:
+      Voorhees, "The TREC-8 question answering track report", TREC 1999.
+
+      Qin, Liu & Li, Information Retrieval 13(4), 2010.
+      https://doi.org/10.1007/s10791-009-9124-x
+    """
+    temperature, method = _check_options(temperature, method, caller="reciprocal_rank")
+    scores, labels, where = _prepare(scores, labels, where, caller="reciprocal_rank")
+    return reciprocal_rank_kernel(scores, labels, where, temperature, method=method)
