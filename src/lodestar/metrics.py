@@ -76,12 +76,30 @@ def result_dtype(*arrays: jax.Array):
     return dtype
 
 
-def _prepare(scores, labels, where, *, caller, nonnegative_labels=False):
+def _evaluate(
+    kernel, scores, labels, where, k, ignore_ties, *, caller, nonnegative_labels=False, **options
+):
+    """Validate what every exact metric shares, then run its jitted kernel.
+
+    The cut-off goes to the kernel as a traced value, and as a static one only
+    when the engine's top-k method will use it (see ``_ranking.exploited_cutoff``).
+    """
+    k = _validation.check_k(k, caller=caller)
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
     scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
     _validation.check_values(
         scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
     )
-    return scores, labels, where
+    n = scores.shape[-1]
+    return kernel(
+        scores,
+        labels,
+        where,
+        n if k is None else min(k, n),
+        rank_k=_ranking.exploited_cutoff(n, k),
+        ignore_ties=ignore_ties,
+        **options,
+    )
 
 
 def _nan_if_any_nan_score(value: jax.Array, scores: jax.Array, valid: jax.Array) -> jax.Array:
@@ -90,11 +108,6 @@ def _nan_if_any_nan_score(value: jax.Array, scores: jax.Array, valid: jax.Array)
         return value
     poisoned = jnp.any(valid & jnp.isnan(scores), axis=-1)
     return jnp.where(poisoned, jnp.nan, value)
-
-
-def _cutoff(k: int | None, n: int) -> int:
-    """The number of scored positions: ``k`` clipped to ``n``; all of them for None."""
-    return n if k is None else min(k, n)
 
 
 def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
@@ -133,11 +146,11 @@ def _valid(scores, where):
 # None to rank whole lists. The public functions pass ``rank_k`` only when the
 # top-k method will use it; ``lodestar.sklearn`` always passes None, so it
 # compiles once per shape bucket.
-_STATIC = ("rank_k", "gain", "ignore_ties")
+_STATIC = ("rank_k", "gain", "ignore_ties")  # log_base stays traced
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def dcg_kernel(scores, labels, where, k, log_base, *, rank_k, gain, ignore_ties):
+def dcg_kernel(scores, labels, where, k, *, log_base, rank_k, gain, ignore_ties):
     """Per-list DCG; see :func:`dcg`. Inputs already validated."""
     valid = _valid(scores, where)
     dtype = result_dtype(scores, labels)
@@ -260,20 +273,20 @@ def dcg(
       efficiently in the presence of tied scores", ECIR 2008.
       https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="dcg")
+    # Checked in scikit-learn's order: k, then log_base.
+    _validation.check_k(k, caller="dcg")
     log_base = _validation.check_log_base(log_base, caller="dcg")
     gain = _validation.check_gain(gain, caller="dcg")
-    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="dcg")
-    scores, labels, where = _prepare(scores, labels, where, caller="dcg")
-    return dcg_kernel(
+    return _evaluate(
+        dcg_kernel,
         scores,
         labels,
         where,
-        _cutoff(k, scores.shape[-1]),
-        log_base,
-        rank_k=_ranking.exploited_cutoff(scores.shape[-1], k),
+        k,
+        ignore_ties,
+        caller="dcg",
+        log_base=log_base,
         gain=gain,
-        ignore_ties=ignore_ties,
     )
 
 
@@ -347,18 +360,17 @@ def ndcg(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="ndcg")
     gain = _validation.check_gain(gain, caller="ndcg")
-    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="ndcg")
-    scores, labels, where = _prepare(scores, labels, where, caller="ndcg", nonnegative_labels=True)
-    return ndcg_kernel(
+    return _evaluate(
+        ndcg_kernel,
         scores,
         labels,
         where,
-        _cutoff(k, scores.shape[-1]),
-        rank_k=_ranking.exploited_cutoff(scores.shape[-1], k),
+        k,
+        ignore_ties,
+        caller="ndcg",
+        nonnegative_labels=True,
         gain=gain,
-        ignore_ties=ignore_ties,
     )
 
 
@@ -431,14 +443,6 @@ def reciprocal_rank(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="reciprocal_rank")
-    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller="reciprocal_rank")
-    scores, labels, where = _prepare(scores, labels, where, caller="reciprocal_rank")
-    return reciprocal_rank_kernel(
-        scores,
-        labels,
-        where,
-        _cutoff(k, scores.shape[-1]),
-        rank_k=_ranking.exploited_cutoff(scores.shape[-1], k),
-        ignore_ties=ignore_ties,
+    return _evaluate(
+        reciprocal_rank_kernel, scores, labels, where, k, ignore_ties, caller="reciprocal_rank"
     )
