@@ -6,8 +6,11 @@ The public surface:
   list, averaged over tied scores; jit-, vmap- and backend-agnostic.
 * :mod:`lodestar.sklearn`: drop-ins for scikit-learn's ``dcg_score`` and
   ``ndcg_score``, plus ``reciprocal_rank_score``.
+* :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
+  svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 """
 
+from lodestar import datasets as datasets
 from lodestar import metrics as metrics
 from lodestar import sklearn as sklearn
 from lodestar._validation import InvalidParameterError as InvalidParameterError
@@ -16,6 +19,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "InvalidParameterError",
+    "datasets",
     "metrics",
     "sklearn",
 ]

@@ -14,7 +14,7 @@ model's scores go straight into a metric with ``where=data.where``:
 >>> metrics.ndcg(scores, data.labels, k=10, where=data.where).shape
 (8,)
 
-* :func:`synthetic_ltr` draws a learnable ranking task in pure JAX: graded
+* :func:`synthetic_ltr` draws a learnable ranking task with JAX (jit-able): graded
   labels 0-4 from a hidden non-linear model of the features plus noise, with
   lists of varying length.
 * :func:`load_svmlight` reads the text format of the LETOR, MSLR-WEB and Yahoo!
@@ -23,6 +23,7 @@ model's scores go straight into a metric with ``where=data.where``:
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
 import numbers
@@ -72,6 +73,8 @@ _REFERENCE_SIZE = 8192
 _QUERY_FEATURE_SHARE = 0.2  # share of each feature's variance common to a query
 _QUERY_OFFSET_SD = 0.5  # per-query shift of the noisy relevance (query difficulty)
 _TASK_SEED = 0x10DE57A
+_TERM_WEIGHTS = np.array([0.7, 1.0, 1.0])  # linear, tanh network, squared
+_F32 = jnp.float32  # the data are drawn in float32 whatever the dtype asked for
 
 
 def _check_size(value, *, name: str, low: int) -> int:
@@ -83,36 +86,100 @@ def _check_size(value, *, name: str, low: int) -> int:
     return int(value)
 
 
-def _hidden_relevance(task: int, n_features: int):
-    """The hidden model of ``task``: a function from features to relevance.
+class _HiddenModel(NamedTuple):
+    """Constants of one task's hidden relevance model (see :func:`_hidden_model`)."""
 
-    The model mixes a linear term, a random one-hidden-layer tanh network and
-    a squared projection, each standardised on a fixed reference sample, so
-    that a linear scorer recovers part of the signal and a non-linear one
-    more. It depends only on ``task`` and ``n_features``, never on the key
-    that draws the data.
+    w: np.ndarray  # (f,) linear term
+    u: np.ndarray  # (f, h) hidden layer
+    b: np.ndarray  # (h,)
+    v: np.ndarray  # (h,) output layer
+    a: np.ndarray  # (f,) squared projection
+    mean: np.ndarray  # (3,) reference mean of the three terms
+    weights: np.ndarray  # (3,) mixing weights over the reference standard deviations
+    reference: np.ndarray  # (_REFERENCE_SIZE,) hidden relevance of a reference sample
+    reference_offset: np.ndarray  # (_REFERENCE_SIZE,) query offsets of that sample
+    reference_noise: np.ndarray  # (_REFERENCE_SIZE,) standard normal label noise
+
+
+def _terms(model: _HiddenModel, x, xp):
+    """The three terms of the hidden relevance of ``x`` (``(..., f)``), in NumPy or JAX."""
+    hidden = xp.tanh(x @ model.u + model.b) @ model.v
+    return xp.stack([x @ model.w, hidden, (x @ model.a) ** 2], axis=-1)
+
+
+@functools.lru_cache(maxsize=32)
+def _hidden_model(task: int, n_features: int) -> _HiddenModel:
+    """The hidden model of ``task``, a fixed function of the features.
+
+    It mixes a linear term, a random one-hidden-layer tanh network and a
+    squared projection, each standardised on a reference sample, so that a
+    linear scorer recovers part of the signal and a non-linear one more. The
+    constants are drawn with NumPy from ``(task, n_features)`` alone, never
+    from the key that draws the data, and become constants of the compiled
+    draw.
     """
-    key = jax.random.fold_in(jax.random.key(_TASK_SEED), task)
-    k_w, k_u, k_b, k_v, k_a, k_ref = jax.random.split(key, 6)
+    rng = np.random.default_rng([_TASK_SEED, task, n_features])
     f, h = n_features, _HIDDEN_UNITS
-    w = jax.random.normal(k_w, (f,)) / math.sqrt(f)
-    u = jax.random.normal(k_u, (f, h)) * (2.0 / math.sqrt(f))
-    b = jax.random.normal(k_b, (h,))
-    v = jax.random.normal(k_v, (h,)) / math.sqrt(h)
-    a = jax.random.normal(k_a, (f,)) / math.sqrt(f)
+    model = _HiddenModel(
+        w=rng.standard_normal(f) / math.sqrt(f),
+        u=rng.standard_normal((f, h)) * (2.0 / math.sqrt(f)),
+        b=rng.standard_normal(h),
+        v=rng.standard_normal(h) / math.sqrt(h),
+        a=rng.standard_normal(f) / math.sqrt(f),
+        mean=np.zeros(3),
+        weights=np.ones(3),
+        reference=np.zeros(0),
+        reference_offset=_QUERY_OFFSET_SD * rng.standard_normal(_REFERENCE_SIZE),
+        reference_noise=rng.standard_normal(_REFERENCE_SIZE),
+    )
+    terms = _terms(model, rng.standard_normal((_REFERENCE_SIZE, f)), np)
+    mean = terms.mean(axis=0)
+    weights = _TERM_WEIGHTS / terms.std(axis=0)
+    reference = (terms - mean) @ weights
+    weights = weights / reference.std()
+    model = model._replace(mean=mean, weights=weights, reference=reference / reference.std())
+    return model._replace(**{k: np.asarray(v, np.float32) for k, v in model._asdict().items()})
 
-    def parts(x):
-        return jnp.stack([x @ w, jnp.tanh(x @ u + b) @ v, (x @ a) ** 2], axis=-1)
 
-    reference = parts(jax.random.normal(k_ref, (_REFERENCE_SIZE, f)))
-    mean, sd = reference.mean(axis=0), reference.std(axis=0)
-    weights = jnp.array([1.0, 1.0, 0.7]) / sd
-    total_sd = jnp.std((reference - mean) @ weights)
+@functools.lru_cache(maxsize=128)
+def _grade_cuts(task: int, n_features: int, noise: float) -> np.ndarray:
+    """Cut points between the grades: quantiles of the noisy reference relevance."""
+    model = _hidden_model(task, n_features)
+    noisy = (
+        model.reference.astype(np.float64)
+        + model.reference_offset
+        + noise * model.reference_noise.astype(np.float64)
+    )
+    return np.quantile(noisy, _GRADE_QUANTILES).astype(np.float32)
 
-    def relevance(x):
-        return ((parts(x) - mean) @ weights) / total_sd
 
-    return relevance
+@functools.partial(
+    jax.jit,
+    static_argnames=("n_queries", "list_size", "n_features", "min_list_size", "task", "dtype"),
+)
+def _draw(key, noise, cuts, *, n_queries, list_size, n_features, min_list_size, task, dtype):
+    """The body of :func:`synthetic_ltr`, compiled once per set of sizes."""
+    model = _hidden_model(task, n_features)
+    k_length, k_normal = jax.random.split(key)
+    lengths = jax.random.randint(k_length, (n_queries, 1), min_list_size, list_size + 1)
+    where = jnp.arange(list_size) < lengths
+
+    # One draw of standard normals, cut into the four kinds needed.
+    q, n, f = n_queries, list_size, n_features
+    sizes = np.cumsum([q * f, q * n * f, q, q * n])
+    normal = jax.random.normal(k_normal, (int(sizes[-1]),), _F32)
+    common, own, offset, eps = jnp.split(normal, sizes[:-1])
+    share = _QUERY_FEATURE_SHARE
+    features = math.sqrt(share) * common.reshape(q, 1, f) + math.sqrt(1 - share) * own.reshape(
+        q, n, f
+    )
+    relevance = (_terms(model, features, jnp) - model.mean) @ model.weights
+    noisy = relevance + _QUERY_OFFSET_SD * offset.reshape(q, 1) + noise * eps.reshape(q, n)
+    labels = jnp.sum(noisy[..., None] > cuts, axis=-1)
+
+    features = jnp.where(where[..., None], features, 0).astype(dtype)
+    labels = jnp.where(where, labels, 0).astype(dtype)
+    return features, labels, where
 
 
 def synthetic_ltr(
@@ -205,34 +272,17 @@ def synthetic_ltr(
             "instead."
         )
 
-    relevance = _hidden_relevance(task, n_features)
-    k_len, k_query, k_doc, k_offset, k_noise, k_ref = jax.random.split(key, 6)
-    shape = (n_queries, list_size)
-    lengths = jax.random.randint(k_len, (n_queries, 1), min_list_size, list_size + 1)
-    where = jnp.arange(list_size) < lengths
-
-    share = _QUERY_FEATURE_SHARE
-    common = jax.random.normal(k_query, (n_queries, 1, n_features))
-    own = jax.random.normal(k_doc, (*shape, n_features))
-    features = math.sqrt(share) * common + math.sqrt(1 - share) * own
-    offset = _QUERY_OFFSET_SD * jax.random.normal(k_offset, (n_queries, 1))
-    noisy = relevance(features) + offset + noise * jax.random.normal(k_noise, shape)
-
-    # The cut points are quantiles of the noisy relevance over a reference
-    # sample drawn from the task's key, so they never depend on the data drawn.
-    k_ref_x, k_ref_offset, k_ref_noise = jax.random.split(
-        jax.random.fold_in(jax.random.key(_TASK_SEED + 1), task), 3
+    features, labels, where = _draw(
+        key,
+        jnp.float32(noise),
+        _grade_cuts(task, n_features, float(noise)),
+        n_queries=n_queries,
+        list_size=list_size,
+        n_features=n_features,
+        min_list_size=int(min_list_size),
+        task=task,
+        dtype=jnp.dtype(dtype),
     )
-    reference = (
-        relevance(jax.random.normal(k_ref_x, (_REFERENCE_SIZE, n_features)))
-        + _QUERY_OFFSET_SD * jax.random.normal(k_ref_offset, (_REFERENCE_SIZE,))
-        + noise * jax.random.normal(k_ref_noise, (_REFERENCE_SIZE,))
-    )
-    cuts = jnp.quantile(reference, jnp.array(_GRADE_QUANTILES))
-    labels = jnp.sum(noisy[..., None] > cuts, axis=-1)
-
-    features = jnp.where(where[..., None], features, 0).astype(dtype)
-    labels = jnp.where(where, labels, 0).astype(dtype)
     return RankingData(features, labels, where, jnp.arange(n_queries))
 
 
@@ -248,6 +298,7 @@ _QID_RE = re.compile(rb"qid:(\d{1,18})", re.ASCII)
 _FEATURES_RE = re.compile(rb"(?:\d+:" + _NUMBER + rb"(?:\s+\d+:" + _NUMBER + rb")*)?\s*", re.ASCII)
 _FEATURE_ID_RE = re.compile(rb"-?\d+", re.ASCII)
 _GZIP_MAGIC = b"\x1f\x8b"
+_MAX_FEATURE_ID = 2**31 - 1
 
 
 def _show(token: bytes) -> str:
@@ -283,6 +334,8 @@ def _line_error(body: bytes, *, n_features: int | None, limit: float) -> str | N
             return f"feature id {feature} in {_show(token)} is below 1; feature ids start at 1"
         if n_features is not None and feature > n_features:
             return f"feature id {feature} in {_show(token)} exceeds n_features={n_features}"
+        if feature > _MAX_FEATURE_ID:
+            return f"feature id {feature} in {_show(token)} is too large"
         if not _finite(value, limit):
             return f"expected a finite number as the value of feature {feature}, got {_show(value)}"
         if feature in seen:
@@ -391,12 +444,14 @@ def load_svmlight(
     if data.startswith(_GZIP_MAGIC):
         data = gzip.decompress(data)
     limit = float(np.finfo(dtype).max)
+    max_id = min(_MAX_FEATURE_ID, n_features or _MAX_FEATURE_ID)
+    rules = dict(n_features=n_features, limit=limit)
     lines = data.split(b"\n")
 
     def refuse(index: int, message: str | None = None):
         body = lines[index].partition(b"#")[0]
         if message is None:
-            message = _line_error(body, n_features=n_features, limit=limit)
+            message = _line_error(body, **rules)
         if message is None:  # pragma: no cover - the fast path and _line_error disagree
             message = "malformed line"
         raise ValueError(f"{name}:{index + 1}: {message}")
@@ -427,17 +482,21 @@ def load_svmlight(
     labels = np.array([float(t) for t in label_text], dtype=np.float64)
     qids = np.array([int(t) for t in qid_text], dtype=np.int64)
     counts = np.array([r.count(b":") for r in rest], dtype=np.int64)
-    joined = b" ".join(rest).replace(b":", b" ")
-    flat = np.array(joined.split(), dtype=np.float64) if counts.sum() else np.zeros(0)
-    ids = flat[0::2].astype(np.int64)
-    values = flat[1::2]
+    tokens = b" ".join(rest).replace(b":", b" ").split()
+    try:
+        ids = np.array(tokens[0::2], dtype=np.int64).reshape(-1)
+    except OverflowError:  # an id of 19 digits or more: find and word it slowly
+        for index in line_index:
+            if _line_error(lines[index].partition(b"#")[0], **rules) is not None:
+                refuse(int(index))
+        raise  # pragma: no cover - _line_error refuses every id that overflows
+    values = np.array(tokens[1::2], dtype=np.float64).reshape(-1)
+    del tokens
     token_line = np.repeat(np.arange(len(rest)), counts)
 
     # Faults within a line, found in bulk; _line_error words the first.
     bad = ~(np.abs(labels) <= limit)
-    bad_token = (ids < 1) | ~(np.abs(values) <= limit)
-    if n_features is not None:
-        bad_token |= ids > n_features
+    bad_token = (ids < 1) | (ids > max_id) | ~(np.abs(values) <= limit)
     same_line = token_line[1:] == token_line[:-1]
     if not np.all(ids[1:][same_line] > ids[:-1][same_line]):  # unsorted: look for repeats
         order = np.lexsort((ids, token_line))
