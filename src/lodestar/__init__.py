@@ -6,13 +6,19 @@ The public surface:
   list, averaged over tied scores; jit-, vmap- and backend-agnostic.
 * :mod:`lodestar.sklearn`: drop-ins for scikit-learn's ``dcg_score`` and
   ``ndcg_score``, plus ``reciprocal_rank_score``.
+* :mod:`lodestar.smooth`: differentiable soft ranks (sigmoid, NeuralSort,
+  SoftSort, permutahedron) and smooth DCG, NDCG and reciprocal rank.
+* :mod:`lodestar.losses`: learning-to-rank losses (softmax, ListMLE, RankNet,
+  LambdaLoss, ApproxNDCG, NeuralNDCG).
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 """
 
 from lodestar import datasets as datasets
+from lodestar import losses as losses
 from lodestar import metrics as metrics
 from lodestar import sklearn as sklearn
+from lodestar import smooth as smooth
 from lodestar._validation import InvalidParameterError as InvalidParameterError
 
 __version__ = "0.1.0.dev0"
@@ -20,6 +26,8 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "InvalidParameterError",
     "datasets",
+    "losses",
     "metrics",
     "sklearn",
+    "smooth",
 ]

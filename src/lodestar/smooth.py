@@ -18,7 +18,7 @@ shape ``(..., n)``; :func:`ranks` returns ``(..., n)`` and the metrics return
 >>> smooth.ranks(scores, temperature=0.01).tolist()
 [3.0, 1.0, 2.0]
 >>> print(f"{smooth.ndcg(scores, labels, temperature=0.01):.4f}")
-0.6713
+0.6697
 >>> jax.grad(smooth.ndcg)(scores, labels).shape
 (3,)
 
@@ -95,9 +95,7 @@ METHODS = ("sigmoid", "neuralsort", "softsort", "permutahedron")
 
 
 def _check_options(temperature, method, *, caller):
-    temperature = _validation.check_positive_float(
-        temperature, name="temperature", caller=caller
-    )
+    temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
     method = _validation.check_option(method, name="method", options=METHODS, caller=caller)
     return temperature, method
 
@@ -119,18 +117,22 @@ def _valid(scores, where):
 # --------------------------------------------------------------------------
 
 
-def _masked_log_softmax(x, mask, axis):
-    """``log softmax(x)`` over the entries where ``mask`` holds; 0 elsewhere.
+def _masked_log_softmax(u, mask, axis, temperature=1):
+    """``log softmax(u / T)`` over the entries where ``mask`` holds; 0 elsewhere.
 
-    ``x`` must be finite everywhere (masked entries included), so that no
-    NaN can leak into gradients. A slice with no entry gives all zeros.
+    ``u`` must be finite everywhere (masked entries included), so that no NaN
+    can leak into gradients. The maximum over the slice is subtracted *before*
+    dividing by ``T``, so that the logits are at most 0 with the maximum exactly
+    0 however small ``T`` is (XLA's fused log-softmax on CPU returns inf for
+    float32 rows whose maximum is around -1e12). A slice with no entry gives
+    all zeros: it is computed as if unmasked, then zeroed.
     """
-    peak = jnp.max(jnp.where(mask, x, -jnp.inf), axis=axis, keepdims=True)
-    peak = lax.stop_gradient(jnp.where(jnp.isfinite(peak), peak, 0))
-    shifted = jnp.where(mask, x - peak, 0)
-    total = jnp.sum(jnp.where(mask, jnp.exp(shifted), 0), axis=axis, keepdims=True)
-    total = jnp.where(total > 0, total, 1)
-    return jnp.where(mask, shifted - jnp.log(total), 0)
+    some = jnp.any(mask, axis=axis, keepdims=True)
+    mask_or_all = mask | ~some
+    peak = jnp.max(jnp.where(mask_or_all, u, -jnp.inf), axis=axis, keepdims=True)
+    shifted = (u - lax.stop_gradient(peak)) / temperature
+    out = jax.nn.log_softmax(shifted, axis=axis, where=mask_or_all)
+    return jnp.where(mask, out, 0)
 
 
 def _count(valid):
@@ -145,20 +147,20 @@ def _sigmoid_ranks(s, valid, temperature):
     return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
 
 
-def _expected_positions(logits, valid):
-    """Soft ranks from a relaxed permutation matrix given by its logits.
+def _expected_positions(logits, valid, temperature):
+    r"""Soft ranks from a relaxed permutation matrix given by its logits.
 
-    ``logits[..., p, i]`` scores item ``i`` for position ``p + 1``. Each row
+    ``logits[..., p, i] / temperature`` scores item ``i`` for position ``p + 1``. Each row
     is normalised over the real items (the relaxed permutation matrix
-    :math:`\\hat P`), then each column over the used positions, and the soft rank
-    of item ``i`` is the mean position :math:`\\sum_p p \\hat P_{pi} / \\sum_p
-    \\hat P_{pi}`: a convex combination of ``1 .. m``, since the columns of
-    :math:`\\hat P` need not sum to 1.
+    :math:`\hat P`), then each column over the used positions, and the soft rank
+    of item ``i`` is the mean position :math:`\sum_p p \hat P_{pi} / \sum_p
+    \hat P_{pi}`: a convex combination of ``1 .. m``, since the columns of
+    :math:`\hat P` need not sum to 1.
     """
     n = valid.shape[-1]
     used = jnp.arange(n) < _count(valid)[..., None]
     mask = used[..., :, None] & valid[..., None, :]
-    log_p = _masked_log_softmax(logits, mask, axis=-1)
+    log_p = _masked_log_softmax(logits, mask, axis=-1, temperature=temperature)
     share = jnp.where(mask, jnp.exp(_masked_log_softmax(log_p, mask, axis=-2)), 0)
     position = jnp.arange(1, n + 1, dtype=logits.dtype)
     return jnp.sum(share * position[:, None], axis=-2)
@@ -171,30 +173,33 @@ def _neuralsort_ranks(s, valid, temperature):
     spread = jnp.sum(jnp.where(pair, jnp.abs(s[..., :, None] - s[..., None, :]), 0), axis=-1)
     position = jnp.arange(1, n + 1, dtype=s.dtype)
     scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
-    logits = (scale * s[..., None, :] - spread[..., None, :]) / temperature
-    return _expected_positions(logits, valid)
+    logits = scale * s[..., None, :] - spread[..., None, :]
+    return _expected_positions(logits, valid, temperature)
 
 
 def _descending(s, valid):
-    """Real scores sorted in descending order, then zeros for padding."""
-    n = s.shape[-1]
-    ordered = -jnp.sort(-jnp.where(valid, s, -jnp.inf), axis=-1)
-    used = jnp.arange(n) < _count(valid)[..., None]
-    return jnp.where(used, ordered, 0)
+    """Real scores sorted in descending order, then zeros for padding.
+
+    The sort key alone sees infinities; the values are gathered from the
+    finite ``s``, so no infinity enters a gradient.
+    """
+    order = jnp.argsort(jnp.where(valid, -s, jnp.inf), axis=-1, stable=True)
+    ordered = jnp.take_along_axis(s, order, axis=-1)
+    return jnp.where(jnp.take_along_axis(valid, order, axis=-1), ordered, 0)
 
 
 def _softsort_ranks(s, valid, temperature):
     ordered = _descending(s, valid)
-    logits = -jnp.abs(ordered[..., :, None] - s[..., None, :]) / temperature
-    return _expected_positions(logits, valid)
+    logits = -jnp.abs(ordered[..., :, None] - s[..., None, :])
+    return _expected_positions(logits, valid, temperature)
 
 
 def _isotonic_blocks(z_sorted, m):
-    """Pool adjacent violators for the permutahedron projection, in O(n).
+    r"""Pool adjacent violators for the permutahedron projection, in O(n).
 
-    Solves :math:`\\min_{v_1 \\ge \\dots \\ge v_m} \\lVert v - (z - w) \\rVert^2`
+    Solves :math:`\min_{v_1 \ge \dots \ge v_m} \lVert v - (z - w) \rVert^2`
     over the first ``m`` entries of the descending ``z_sorted``, with
-    :math:`w = (m, m-1, \\dots, 1)`, by a stack of blocks: push each entry, and
+    :math:`w = (m, m-1, \dots, 1)`, by a stack of blocks: push each entry, and
     merge the two top blocks while their means violate the order. There are at
     most ``m`` pushes and ``m - 1`` merges, so the single ``while_loop`` runs at
     most ``2m`` O(1) steps.
@@ -230,7 +235,9 @@ def _isotonic_blocks(z_sorted, m):
         first = (starts[hi] - starts[lo]).astype(dtype)
         second = (i - starts[hi]).astype(dtype)
         # m1 + (m2 - m1) c2 / (c1 + c2): equal means merge to that mean exactly.
-        merged = means[lo] + (means[hi] - means[lo]) * (second / jnp.where(merge, first + second, 1))
+        merged = means[lo] + (means[hi] - means[lo]) * (
+            second / jnp.where(merge, first + second, 1)
+        )
         slot = jnp.where(merge, lo, top)
         value = jnp.where(merge, merged, z_sorted[jnp.minimum(i, n - 1)])
         means = means.at[slot].set(value, mode="drop")
@@ -266,9 +273,9 @@ def _project_forward(z, valid):
 
 @jax.custom_vjp
 def _project_permutahedron(z, valid):
-    """Euclidean projection of the real entries of ``z`` onto the permutahedron.
+    r"""Euclidean projection of the real entries of ``z`` onto the permutahedron.
 
-    The permutahedron is that of :math:`(m, m-1, \\dots, 1)` for the ``m`` real
+    The permutahedron is that of :math:`(m, m-1, \dots, 1)` for the ``m`` real
     items; padding gets 0. One list (1-D) at a time.
     """
     return _project_forward(z, valid)[0]
@@ -327,14 +334,20 @@ def _floating(scores, labels, valid):
     return s, y, dtype
 
 
-def _top_k_weight(s, valid, temperature, k):
-    r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``."""
+def _top_k_weight(s, valid, temperature, k, *, cut):
+    r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``.
+
+    ``k`` may be traced (one compilation serves every ``k``); ``cut`` (static)
+    is False when no ``k`` was given, which skips the sort.
+    """
     n = s.shape[-1]
-    if k is None or k >= n:
+    if not cut:
         return jnp.ones_like(s)
-    ordered = -jnp.sort(-jnp.where(valid, s, -jnp.inf), axis=-1)
+    ordered = _descending(s, valid)
     cuts = k < _count(valid)
-    threshold = jnp.where(cuts, (ordered[..., k - 1] + ordered[..., k]) / 2, 0)
+    kth = jnp.take(ordered, jnp.clip(k - 1, 0, n - 1), axis=-1)
+    after = jnp.take(ordered, jnp.clip(k, 0, n - 1), axis=-1)
+    threshold = jnp.where(cuts, (kth + after) / 2, 0)
     weight = jax.nn.sigmoid((s - threshold[..., None]) / temperature)
     return jnp.where(cuts[..., None], weight, 1)
 
@@ -355,17 +368,26 @@ def ranks_kernel(scores, where, temperature, *, method):
     return _soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
 
 
-def _soft_dcg(s, gains, valid, temperature, log_base, *, method, k):
-    r = _soft_ranks(s, valid, temperature, method)
-    weight = _gains.discount_at(r, log_base) * _top_k_weight(s, valid, temperature, k)
+def _soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
+    # Padding has soft rank 0 and an infinite discount there: evaluate it at 1.
+    r = jnp.where(valid, _soft_ranks(s, valid, temperature, method), 1)
+    weight = _gains.discount_at(r, log_base) * _top_k_weight(s, valid, temperature, k, cut=cut)
     return jnp.sum(jnp.where(valid, gains * weight, 0), axis=-1)
 
 
-_STATIC = ("method", "k", "gain")
+# ``k`` travels as an array (the list length when None), so one compilation
+# serves every k; ``cut`` says statically whether a k was given at all.
+_STATIC = ("method", "cut", "gain")
+
+
+def _cutoff(k, n):
+    return n if k is None else min(k, n)
 
 
 @functools.partial(jax.jit, static_argnames=(*_STATIC, "zero_discount"))
-def dcg_kernel(scores, labels, where, temperature, log_base, *, method, k, gain, zero_discount):
+def dcg_kernel(
+    scores, labels, where, temperature, log_base, k, *, method, cut, gain, zero_discount
+):
     """Per-list smooth DCG; see :func:`dcg`. Inputs already validated."""
     valid = _valid(scores, where)
     s, y, dtype = _floating(scores, labels, valid)
@@ -374,11 +396,11 @@ def dcg_kernel(scores, labels, where, temperature, log_base, *, method, k, gain,
         return jnp.zeros(scores.shape[:-1], dtype)
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
     temperature = jnp.asarray(temperature, dtype)
-    return _soft_dcg(s, gains, valid, temperature, log_base, method=method, k=k)
+    return _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def ndcg_kernel(scores, labels, where, temperature, *, method, k, gain):
+def ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     """Per-list smooth NDCG; see :func:`ndcg`. Inputs already validated."""
     valid = _valid(scores, where)
     s, y, dtype = _floating(scores, labels, valid)
@@ -387,9 +409,8 @@ def ndcg_kernel(scores, labels, where, temperature, *, method, k, gain):
         return jnp.zeros(scores.shape[:-1], dtype)
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
     temperature = jnp.asarray(temperature, dtype)
-    value = _soft_dcg(s, gains, valid, temperature, 2.0, method=method, k=k)
-    cutoff = n if k is None else min(k, n)
-    ideal = metrics._ideal_discounted_gain(gains, valid, k=cutoff, rank_k=None)
+    value = _soft_dcg(s, gains, valid, temperature, 2.0, k, method=method, cut=cut)
+    ideal = metrics._ideal_discounted_gain(gains, valid, k=k, rank_k=None)
     nonzero = ideal != 0
     return jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
 
@@ -404,7 +425,7 @@ def reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     temperature = jnp.asarray(temperature, dtype)
     relevant = valid & (y != 0)
     r = _soft_ranks(s, valid, temperature, method)
-    first = jnp.where(relevant, jnp.exp(_masked_log_softmax(s / temperature, relevant, -1)), 0)
+    first = jnp.where(relevant, jnp.exp(_masked_log_softmax(s, relevant, -1, temperature)), 0)
     return jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
 
 
@@ -571,8 +592,9 @@ def dcg(
         where,
         temperature,
         log_base,
+        _cutoff(k, scores.shape[-1]),
         method=method,
-        k=k,
+        cut=k is not None,
         gain=gain,
         zero_discount=log_base == 1.0,
     )
@@ -612,10 +634,11 @@ def ndcg(
       where: ``(..., n)`` boolean mask; False marks padding.
 
     Returns:
-      ``(...)`` smooth NDCG of each list, in [0, 1] for non-negative gains up
-      to the smoothing (soft ranks can beat the ideal by a little at high
-      temperature only if the cut-off is soft); 0 with no relevant or no real
-      item.
+      ``(...)`` smooth NDCG of each list; 0 with no relevant or no real item.
+      Without ``k`` it stays in [0, 1] in practice (not proven for every
+      method). With ``k`` it can exceed 1 by a little (up to a few percent at
+      moderate temperatures): the soft cut-off lets the items just past ``k``
+      contribute, while the ideal is cut exactly.
 
     Raises:
       InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` or
@@ -642,7 +665,16 @@ def ndcg(
     k = _validation.check_k(k, caller="ndcg")
     gain = _validation.check_gain(gain, caller="ndcg")
     scores, labels, where = _prepare(scores, labels, where, caller="ndcg", nonnegative_labels=True)
-    return ndcg_kernel(scores, labels, where, temperature, method=method, k=k, gain=gain)
+    return ndcg_kernel(
+        scores,
+        labels,
+        where,
+        temperature,
+        _cutoff(k, scores.shape[-1]),
+        method=method,
+        cut=k is not None,
+        gain=gain,
+    )
 
 
 def reciprocal_rank(
