@@ -180,20 +180,28 @@ def _count(this, others, others_valid, relation, others_index=None) -> jax.Array
         hits = relation(
             others[..., None, chunk], this[..., :, None], others_index[..., None, chunk], this_index
         )
-        total = total + jnp.sum(hits & others_valid[..., None, chunk], axis=-1, dtype=jnp.int32)
+        hits = jnp.where(others_valid[..., None, chunk], hits, 0)
+        total = total + jnp.sum(hits, axis=-1, dtype=jnp.int32)
     return total
-
-
-def _greater(other, this, *_):
-    return other > this
-
-
-def _equal(other, this, *_):
-    return other == this
 
 
 def _greater_or_later(other, this, other_index, this_index):
     return (other > this) | ((other == this) & (other_index > this_index))
+
+
+# Both tie-block counts from one pass: each comparison contributes 2^16 if the
+# other item scores higher and 1 if it ties, so one integer sum carries
+# ``above`` in its high bits and ``tied`` in its low bits. Exact while fewer
+# than 2^16 items are compared, which the method thresholds guarantee.
+_PACK = 16
+
+
+def _above_and_tied(other, this, *_):
+    return jnp.where(other > this, 1 << _PACK, 0) + (other == this)
+
+
+def _unpack(total):
+    return total >> _PACK, total & ((1 << _PACK) - 1)
 
 
 def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
@@ -201,9 +209,9 @@ def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
         above = _count(scores, scores, valid, _greater_or_later)
         tied = jnp.ones_like(above)
     else:
-        above = _count(scores, scores, valid, _greater)
+        above, tied = _unpack(_count(scores, scores, valid, _above_and_tied))
         # max(., 1): a NaN score equals nothing, not even itself.
-        tied = jnp.maximum(_count(scores, scores, valid, _equal), 1)
+        tied = jnp.maximum(tied, 1)
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
@@ -235,8 +243,7 @@ def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
         above_at = count_above + later_at_threshold
         tied_top = tied_at = 1
     else:
-        above_top = _count(scores, top_values, in_top, _greater)
-        tied_top = _count(scores, top_values, in_top, _equal)
+        above_top, tied_top = _unpack(_count(scores, top_values, in_top, _above_and_tied))
         above_at = jnp.broadcast_to(count_above, scores.shape)
         tied_at = jnp.sum(at_threshold, axis=-1, keepdims=True, dtype=jnp.int32)
     above = jnp.where(above_threshold, above_top, jnp.where(at_threshold, above_at, k))
