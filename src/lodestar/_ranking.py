@@ -180,7 +180,10 @@ def _count(this, others, others_valid, relation, others_index=None) -> jax.Array
         hits = relation(
             others[..., None, chunk], this[..., :, None], others_index[..., None, chunk], this_index
         )
-        hits = jnp.where(others_valid[..., None, chunk], hits, 0)
+        if hits.dtype == jnp.bool_:
+            hits = hits & others_valid[..., None, chunk]
+        else:
+            hits = jnp.where(others_valid[..., None, chunk], hits, 0)
         total = total + jnp.sum(hits, axis=-1, dtype=jnp.int32)
     return total
 

@@ -125,10 +125,10 @@ def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
 def _ideal_discounted_gain(gains, valid, *, k, rank_k):
     """DCG of the list ranked by its own gains (base 2), padding excluded."""
     if rank_k is None:
-        # Ties among equal gains change nothing, so the cheaper tie-breaking
-        # ranking is exact here.
+        # Equal gains are interchangeable, so averaging over their ties is
+        # exact here, and the tie-averaging counts fuse best (decision 0004).
         return _discounted_gain(
-            gains, gains, valid, k=k, rank_k=None, log_base=2.0, ignore_ties=True
+            gains, gains, valid, k=k, rank_k=None, log_base=2.0, ignore_ties=False
         )
     # Only the k largest gains matter: one top_k and a dot product.
     top = lax.top_k(jnp.where(valid, gains, -jnp.inf), rank_k)[0]
