@@ -54,20 +54,13 @@ prints it. ``host`` needs the CPU backend; on other backends it is skipped.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import statistics
 import sys
 import time
-from importlib import metadata
 
+import _common as common
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-import lodestar
 from lodestar import _ranking
 
 FULL_NS = (4, 8, 12, 16, 24, 32, 48, 64, 100, 1000)
@@ -80,92 +73,26 @@ PAIRWISE_LIMIT = 128
 FULL_METHODS = ("pairwise", "sort", "host")
 
 
-def version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def print_header() -> dict:
-    info = {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "jax_devices": [str(d) for d in jax.devices()],
-        "jax_backend": jax.default_backend(),
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "<unset>"),
-        "versions": {
-            "lodestar": getattr(lodestar, "__version__", version("lodestar")),
-            "jax": jax.__version__,
-            "jaxlib": version("jaxlib"),
-            "numpy": np.__version__,
-        },
-        "PAIRWISE_MAX_N": _ranking.PAIRWISE_MAX_N,
-        "TOPK_MAX_K": _ranking.TOPK_MAX_K,
-    }
-    print("=" * 100)
-    print("lodestar rank-engine benchmark (tie_blocks methods)")
-    print(
-        f"machine : {info['platform']}; processor={info['processor']!r}; "
-        f"os.cpu_count()={info['cpu_count']} (usable {info['cpu_affinity']})"
+def header() -> dict:
+    info = common.machine_info(
+        PAIRWISE_MAX_N=_ranking.PAIRWISE_MAX_N, TOPK_MAX_K=_ranking.TOPK_MAX_K
     )
-    print(
-        f"jax     : devices={info['jax_devices']} backend={info['jax_backend']} "
-        f"XLA_FLAGS={info['XLA_FLAGS']}"
+    common.print_header(
+        "lodestar rank-engine benchmark (tie_blocks methods)",
+        info,
+        [
+            f"current thresholds: PAIRWISE_MAX_N={info['PAIRWISE_MAX_N']}, "
+            f"TOPK_MAX_K={info['TOPK_MAX_K']}"
+        ],
+        ratios="the x-best ratios",
     )
-    print(
-        "versions: "
-        + ", ".join(f"{k} {v}" for k, v in info["versions"].items())
-        + f", python {info['python']}"
-    )
-    print(
-        f"current thresholds: PAIRWISE_MAX_N={info['PAIRWISE_MAX_N']}, "
-        f"TOPK_MAX_K={info['TOPK_MAX_K']}"
-    )
-    print("NOTE: absolute ms on a shared machine are noise; read the x-best ratios.")
-    print("=" * 100)
     return info
-
-
-def warm_up_process(seconds: float = 1.0) -> None:
-    """Run throwaway jitted work so the first timed cell is not penalised.
-
-    The first computations of a process run several times slower (thread pool
-    and allocator start-up); without this the first cell of the table is off.
-    """
-    x = jnp.asarray(np.random.default_rng(1).random((250_000, 4), np.float32))
-    fn = jax.jit(lambda s: jnp.sum(s[..., None, :] > s[..., :, None], axis=-1))
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        jax.block_until_ready(fn(x))
-
-
-def time_jax(fn, args, reps: int):
-    """``(median seconds, output)`` of ``fn(*args)`` after a compiling warm-up."""
-    out = jax.block_until_ready(fn(*args))
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), out
 
 
 def engine(method: str, k: int | None, ignore_ties: bool):
     return jax.jit(
         lambda s: tuple(_ranking.tie_blocks(s, None, k=k, ignore_ties=ignore_ties, method=method))
     )
-
-
-def auto_resolves_to(n: int, k: int | None) -> str:
-    k = None if k is None or k >= n else k
-    chosen = _ranking.choose_method(n, k)
-    if chosen == "sort_or_host":
-        return "host" if jax.default_backend() == "cpu" else "sort"
-    return chosen
 
 
 def compare(name: str, got, ref, k: int | None) -> str | None:
@@ -196,7 +123,9 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
                 continue
             if method == "host" and not cpu:
                 continue
-            seconds, outputs[method] = time_jax(engine(method, None, ignore_ties), (scores,), reps)
+            seconds, _, outputs[method] = common.time_jax(
+                engine(method, None, ignore_ties), (scores,), reps
+            )
             full[method] = 1e3 * seconds
         reference = outputs.get("host", outputs.get("sort"))
         for method, out in outputs.items():
@@ -207,14 +136,14 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
         for k in (None, *[k for k in ks if k < n]):
             times = dict(full)
             if k is not None:
-                seconds, out = time_jax(engine("topk", k, ignore_ties), (scores,), reps)
+                seconds, _, out = common.time_jax(engine("topk", k, ignore_ties), (scores,), reps)
                 times["topk"] = 1e3 * seconds
                 problem = compare(f"n={n} k={k} topk", out, reference, k)
                 if problem:
                     mismatches.append(problem)
-            auto_seconds, _ = time_jax(engine("auto", k, ignore_ties), (scores,), reps)
+            auto_seconds, _, _ = common.time_jax(engine("auto", k, ignore_ties), (scores,), reps)
             best = min(times, key=times.get)
-            choice = auto_resolves_to(n, k)
+            choice = common.resolved_method(n, k)
             rows.append(
                 {
                     "n": n,
@@ -288,17 +217,7 @@ def print_table(rows) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny sizes, 1 repetition (CI smoke test)"
-    )
-    parser.add_argument(
-        "--reps",
-        type=int,
-        default=None,
-        help="timed repetitions per cell (default 5; 1 with --quick)",
-    )
-    parser.add_argument("--json", metavar="PATH", help="write machine info and results here")
+    parser = common.base_parser(__doc__.split("\n")[0], "tiny sizes, 1 repetition (CI smoke test)")
     parser.add_argument(
         "--ignore-ties",
         action="store_true",
@@ -326,7 +245,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    reps = args.reps if args.reps is not None else (1 if args.quick else 5)
+    reps = common.default_reps(args)
     ns, ks, elements = (
         (QUICK_NS, QUICK_KS, QUICK_ELEMENTS) if args.quick else (FULL_NS, FULL_KS, FULL_ELEMENTS)
     )
@@ -334,8 +253,8 @@ def main(argv=None) -> int:
     ks = tuple(args.ks) if args.ks else ks
     elements = args.elements if args.elements else elements
 
-    info = print_header()
-    warm_up_process(0.2 if args.quick else 1.0)
+    info = header()
+    common.warm_up_process(0.2 if args.quick else 1.0)
     wall = time.perf_counter()
     rows, mismatches = run(ns, ks, elements, reps, args.ignore_ties, args.seed)
     print_table(rows)
@@ -345,30 +264,19 @@ def main(argv=None) -> int:
         f"ignore_ties={args.ignore_ties} wall={wall:.1f}s"
     )
     if mismatches:
-        print("\n" + "!" * 100)
-        print("MISMATCH between engine methods:")
-        for line in mismatches:
-            print("  " + line)
-        print("!" * 100)
+        common.print_mismatches("MISMATCH between engine methods:", mismatches)
     else:
         print("check: every method agrees with host on every timed batch.")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "machine": info,
-                    "reps": reps,
-                    "quick": args.quick,
-                    "ignore_ties": args.ignore_ties,
-                    "results": rows,
-                    "mismatches": mismatches,
-                    "wall_s": wall,
-                },
-                f,
-                indent=2,
-            )
-        print(f"wrote {args.json}")
+    common.save_json(
+        args.json,
+        info,
+        reps,
+        args.quick,
+        ignore_ties=args.ignore_ties,
+        results=rows,
+        mismatches=mismatches,
+        wall_s=wall,
+    )
     return 1 if mismatches else 0
 
 

@@ -72,21 +72,16 @@ prints it.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import statistics
 import sys
 import time
-from importlib import metadata
 
+import _common as common
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import lodestar
-from lodestar import _ranking, metrics
+from lodestar import metrics
 
 FULL_SHAPES = ((10_000, 100), (100_000, 10), (1_000, 1_000))
 QUICK_SHAPES = ((200, 20), (50, 100))
@@ -101,23 +96,11 @@ SKLEARN_BUDGET_S = 15.0  # total seconds spent timing one scikit-learn cell
 # --------------------------------------------------------------------------- #
 
 
-def version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
 def load_rax(disabled: bool):
     """Import Rax and check one known value; return ``(module or None, status)``."""
-    if disabled:
-        return None, "disabled (--no-rax)"
-    try:
-        import rax
-    except ImportError:
-        return None, "not installed"
-    except Exception as error:  # noqa: BLE001 - any import failure is reported
-        return None, f"import failed: {type(error).__name__}: {error}"
+    rax, failure = common.import_rax(disabled)
+    if rax is None:
+        return None, failure
     try:
         # Tie-free list: scores rank labels [3, 0, 2, 1]; linear gains.
         # DCG = 3 + 0 + 2/2 + 1/log2(5); ideal = 3 + 2/log2(3) + 1/2.
@@ -129,50 +112,16 @@ def load_rax(disabled: bool):
             return None, f"self-check failed: ndcg_metric gave {got}, expected {want}"
     except Exception as error:  # noqa: BLE001 - reported, never hidden
         return None, f"ndcg_metric failed: {type(error).__name__}: {error}"
-    return rax, f"{version('rax')} (plain metrics OK; gain_fn=linear)"
+    return rax, f"{common.version('rax')} (plain metrics OK; gain_fn=linear)"
 
 
 def _linear(label):
     return label
 
 
-def print_header(rax_status: str) -> dict:
-    info = {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "jax_devices": [str(d) for d in jax.devices()],
-        "jax_backend": jax.default_backend(),
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "<unset>"),
-        "versions": {
-            "lodestar": getattr(lodestar, "__version__", version("lodestar")),
-            "jax": jax.__version__,
-            "jaxlib": version("jaxlib"),
-            "numpy": np.__version__,
-            "scikit-learn": version("scikit-learn"),
-        },
-        "rax": rax_status,
-    }
-    print("=" * 100)
-    print("lodestar exact-metric benchmark")
-    print(
-        f"machine : {info['platform']}; processor={info['processor']!r}; "
-        f"os.cpu_count()={info['cpu_count']} (usable {info['cpu_affinity']})"
-    )
-    print(
-        f"jax     : devices={info['jax_devices']} backend={info['jax_backend']} "
-        f"XLA_FLAGS={info['XLA_FLAGS']}"
-    )
-    print(
-        "versions: "
-        + ", ".join(f"{k} {v}" for k, v in info["versions"].items())
-        + f", python {info['python']}"
-    )
-    print(f"rax: {rax_status}")
-    print("NOTE: absolute ms on a shared machine are noise; read the ratios.")
-    print("=" * 100)
+def header(rax_status: str) -> dict:
+    info = common.machine_info(("scikit-learn",), rax=rax_status)
+    common.print_header("lodestar exact-metric benchmark", info, [f"rax: {rax_status}"])
     return info
 
 
@@ -181,28 +130,9 @@ def print_header(rax_status: str) -> dict:
 # --------------------------------------------------------------------------- #
 
 
-def warm_up_process(seconds: float = 1.0) -> None:
-    """Run throwaway jitted work so the first timed cell is not penalised.
-
-    The first computations of a process run several times slower (thread pool
-    and allocator start-up); without this the first cell of the table is off.
-    """
-    x = jnp.asarray(np.random.default_rng(1).random((250_000, 4), np.float32))
-    fn = jax.jit(lambda s: jnp.sum(s[..., None, :] > s[..., :, None], axis=-1))
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        jax.block_until_ready(fn(x))
-
-
-def time_jax(fn, args, reps: int) -> float:
+def time_median(fn, args, reps: int) -> float:
     """Median seconds of ``fn(*args)`` after one compiling warm-up call."""
-    jax.block_until_ready(fn(*args))
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return common.time_jax(fn, args, reps)[0]
 
 
 def time_host(fn, args, reps: int, budget_s: float) -> tuple[float, object, int]:
@@ -231,15 +161,6 @@ def make_batch(rng, batch: int, n: int):
     scores = np.round(rng.random((batch, n)), 2).astype(np.float32)
     labels = rng.integers(0, 5, size=(batch, n)).astype(np.float32)
     return scores, labels
-
-
-def engine_name(n: int, k: int | None) -> str:
-    """The engine method ``method="auto"`` runs for this list (this backend)."""
-    k = None if k is None or k >= n else k
-    chosen = _ranking.choose_method(n, k)
-    if chosen == "sort_or_host":
-        return "host" if jax.default_backend() == "cpu" else "sort"
-    return chosen
 
 
 def lodestar_fns():
@@ -313,7 +234,7 @@ def run(shapes, reps: int, rax, check_rows: int, seed: int) -> tuple[list, list]
     for batch, n in shapes:
         scores_np, labels_np = make_batch(rng, batch, n)
         scores, labels = jax.device_put(scores_np), jax.device_put(labels_np)
-        t_sort = time_jax(sort_fn, (scores,), reps)
+        t_sort = time_median(sort_fn, (scores,), reps)
         t_npsort = time_host(np.sort, (scores_np,), max(1, reps), SKLEARN_BUDGET_S)[0]
         for metric, lo_fn in lo_fns.items():
             k = K if metric.endswith("@10") else None
@@ -321,8 +242,8 @@ def run(shapes, reps: int, rax, check_rows: int, seed: int) -> tuple[list, list]
                 "batch": batch,
                 "n": n,
                 "metric": metric,
-                "engine": engine_name(n, k),
-                "lodestar_ms": 1e3 * time_jax(lo_fn, (scores, labels), reps),
+                "engine": common.resolved_method(n, k),
+                "lodestar_ms": 1e3 * time_median(lo_fn, (scores, labels), reps),
                 "sort_ms": 1e3 * t_sort,
                 "np_sort_ms": 1e3 * t_npsort,
                 "sklearn_ms": None,
@@ -332,7 +253,7 @@ def run(shapes, reps: int, rax, check_rows: int, seed: int) -> tuple[list, list]
             lo_value = float(lo_fn(scores, labels))
             row["lodestar_value"] = lo_value
             if metric in rx_fns:
-                row["rax_ms"] = 1e3 * time_jax(rx_fns[metric], (scores, labels), reps)
+                row["rax_ms"] = 1e3 * time_median(rx_fns[metric], (scores, labels), reps)
                 row["rax_value"] = float(rx_fns[metric](scores, labels))
             if metric in sk_fns:
                 t_sk, sk_value, used = time_host(
@@ -374,14 +295,6 @@ def run(shapes, reps: int, rax, check_rows: int, seed: int) -> tuple[list, list]
 # --------------------------------------------------------------------------- #
 
 
-def fmt_ms(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def fmt_ratio(a, b) -> str:
-    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
-
-
 def print_table(results, rax_status: str) -> None:
     head = (
         f"{'shape':>13} {'metric':8} {'engine':8} | {'lodestar':>9} {'sklearn':>9} "
@@ -404,25 +317,20 @@ def print_table(results, rax_status: str) -> None:
     print("|lo-sk| = |mean lodestar - mean sklearn| (relative for dcg).")
     print(head)
     print("-" * len(head))
-    last_shape = None
-    for r in results:
-        shape = f"{r['batch']}x{r['n']}"
-        if last_shape is not None and shape != last_shape:
-            print("-" * len(head))
-        last_shape = shape
+    for shape, r in common.rows_by_shape(results, "-" * len(head)):
         diff = r.get("diff_mean_vs_sklearn")
         lo = r["lodestar_ms"]
         cells = [
             f"{shape:>13} {r['metric']:8} {r['engine']:8} |",
-            f"{fmt_ms(lo):>9}",
-            f"{fmt_ms(r['sklearn_ms']):>9}",
-            f"{fmt_ms(r['rax_ms']):>9}",
-            f"{fmt_ms(r['sort_ms']):>9}",
-            f"{fmt_ms(r['np_sort_ms']):>8} |",
-            f"{fmt_ratio(r['sklearn_ms'], lo):>8}",
-            f"{fmt_ratio(r['rax_ms'], lo):>7}",
-            f"{fmt_ratio(lo, r['sort_ms']):>7}",
-            f"{fmt_ratio(lo, r['np_sort_ms']):>7} |",
+            f"{common.fmt_ms(lo):>9}",
+            f"{common.fmt_ms(r['sklearn_ms']):>9}",
+            f"{common.fmt_ms(r['rax_ms']):>9}",
+            f"{common.fmt_ms(r['sort_ms']):>9}",
+            f"{common.fmt_ms(r['np_sort_ms']):>8} |",
+            f"{common.fmt_ratio(r['sklearn_ms'], lo):>8}",
+            f"{common.fmt_ratio(r['rax_ms'], lo):>7}",
+            f"{common.fmt_ratio(lo, r['sort_ms']):>7}",
+            f"{common.fmt_ratio(lo, r['np_sort_ms']):>7} |",
             f"{'-' if diff is None else f'{diff:.1e}':>8}",
         ]
         note = f"  ({r['note']})" if r["note"] else ""
@@ -435,60 +343,35 @@ def print_table(results, rax_status: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny shapes, 1 repetition (CI smoke test)"
-    )
-    parser.add_argument(
-        "--reps",
-        type=int,
-        default=None,
-        help="timed repetitions per cell (default 5; 1 with --quick)",
-    )
-    parser.add_argument("--json", metavar="PATH", help="write machine info and results here")
+    parser = common.base_parser(__doc__.split("\n")[0], "tiny shapes, 1 repetition (CI smoke test)")
     parser.add_argument("--no-rax", action="store_true", help="skip Rax even if installed")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    reps = args.reps if args.reps is not None else (1 if args.quick else 5)
+    reps = common.default_reps(args)
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES
     check_rows = 20 if args.quick else 200
 
     rax, rax_status = load_rax(args.no_rax)
-    info = print_header(rax_status)
-    warm_up_process(0.2 if args.quick else 1.0)
+    info = header(rax_status)
+    common.warm_up_process(0.2 if args.quick else 1.0)
     wall = time.perf_counter()
     results, mismatches = run(shapes, reps, rax, check_rows, args.seed)
     print_table(results, rax_status)
     wall = time.perf_counter() - wall
     print(f"\nshapes={list(shapes)} reps={reps} wall={wall:.1f}s")
     if mismatches:
-        print("\n" + "!" * 100)
-        print("MISMATCH: lodestar disagrees with scikit-learn beyond tolerance:")
-        for line in mismatches:
-            print("  " + line)
-        print("!" * 100)
+        common.print_mismatches(
+            "MISMATCH: lodestar disagrees with scikit-learn beyond tolerance:", mismatches
+        )
     else:
         print(
             f"check: lodestar matches scikit-learn within {NDCG_TOLERANCE:g}"
             f" (NDCG abs, DCG rel) on every mean and on the first {check_rows}"
             " lists of each shape."
         )
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "machine": info,
-                    "reps": reps,
-                    "quick": args.quick,
-                    "results": results,
-                    "mismatches": mismatches,
-                    "wall_s": wall,
-                },
-                f,
-                indent=2,
-            )
-        print(f"wrote {args.json}")
+    common.save_json(
+        args.json, info, reps, args.quick, results=results, mismatches=mismatches, wall_s=wall
+    )
     return 1 if mismatches else 0
 
 

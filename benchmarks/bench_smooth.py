@@ -79,22 +79,16 @@ prints it.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-import os
-import platform
-import statistics
 import sys
 import time
 import types
-from importlib import metadata
 
+import _common as common
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-import lodestar
 from lodestar import losses, smooth
 
 FULL_SHAPES = ((10_000, 100), (100, 1_000))
@@ -109,13 +103,6 @@ MU = 10.0  # lodestar.losses.lambda_loss's default mu
 # --------------------------------------------------------------------------- #
 # Environment
 # --------------------------------------------------------------------------- #
-
-
-def version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def _install_jax_util_shim() -> bool:
@@ -144,86 +131,22 @@ def _install_jax_util_shim() -> bool:
 
 def load_rax(disabled: bool):
     """Import Rax (with the shim where needed); return ``(module or None, status)``."""
-    if disabled:
-        return None, "disabled (--no-rax)"
-    shimmed = _install_jax_util_shim()
-    try:
-        import rax
-    except ImportError:
-        return None, "not installed"
-    except Exception as error:  # noqa: BLE001 - any import failure is reported
-        return None, f"import failed: {type(error).__name__}: {error}"
+    shimmed = False if disabled else _install_jax_util_shim()
+    rax, failure = common.import_rax(disabled)
+    if rax is None:
+        return None, failure
     shim = "jax.util.wraps shim installed" if shimmed else "no shim needed"
-    return rax, f"{version('rax')} ({shim})"
+    return rax, f"{common.version('rax')} ({shim})"
 
 
-def print_header(rax_status: str) -> dict:
-    info = {
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "jax_devices": [str(d) for d in jax.devices()],
-        "jax_backend": jax.default_backend(),
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "<unset>"),
-        "versions": {
-            "lodestar": getattr(lodestar, "__version__", version("lodestar")),
-            "jax": jax.__version__,
-            "jaxlib": version("jaxlib"),
-            "numpy": np.__version__,
-        },
-        "rax": rax_status,
-    }
-    print("=" * 100)
-    print("lodestar smooth-loss benchmark: jax.jit(jax.value_and_grad(loss)), float32")
-    print(
-        f"machine : {info['platform']}; processor={info['processor']!r}; "
-        f"os.cpu_count()={info['cpu_count']} (usable {info['cpu_affinity']})"
+def header(rax_status: str) -> dict:
+    info = common.machine_info(rax=rax_status)
+    common.print_header(
+        "lodestar smooth-loss benchmark: jax.jit(jax.value_and_grad(loss)), float32",
+        info,
+        [f"rax: {rax_status}"],
     )
-    print(
-        f"jax     : devices={info['jax_devices']} backend={info['jax_backend']} "
-        f"XLA_FLAGS={info['XLA_FLAGS']}"
-    )
-    print(
-        "versions: "
-        + ", ".join(f"{k} {v}" for k, v in info["versions"].items())
-        + f", python {info['python']}"
-    )
-    print(f"rax: {rax_status}")
-    print("NOTE: absolute ms on a shared machine are noise; read the ratios.")
-    print("=" * 100)
     return info
-
-
-# --------------------------------------------------------------------------- #
-# Timing
-# --------------------------------------------------------------------------- #
-
-
-def warm_up_process(seconds: float = 1.0) -> None:
-    """Run throwaway jitted work so the first timed cell is not penalised."""
-    x = jnp.asarray(np.random.default_rng(1).random((250_000, 4), np.float32))
-    fn = jax.jit(lambda s: jnp.sum(s[..., None, :] > s[..., :, None], axis=-1))
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        jax.block_until_ready(fn(x))
-
-
-def time_jax(fn, args, reps: int) -> tuple[float, float, object]:
-    """``(median seconds, first-call seconds, result)`` of ``fn(*args)``.
-
-    The first call compiles and is not among the ``reps`` timed calls.
-    """
-    start = time.perf_counter()
-    result = jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - start
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        result = jax.block_until_ready(fn(*args))
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), first, result
 
 
 # --------------------------------------------------------------------------- #
@@ -301,7 +224,7 @@ def run(shapes, rank_shapes, reps: int, rax_loss_fns: dict, only, seed: int) -> 
     results = []
 
     def record(batch, n, name, lo_fn, rx_fn, args):
-        t_lo, first_lo, (lo_value, _) = time_jax(lo_fn, args, reps)
+        t_lo, first_lo, (lo_value, _) = common.time_jax(lo_fn, args, reps)
         row = {
             "batch": batch,
             "n": n,
@@ -312,7 +235,7 @@ def run(shapes, rank_shapes, reps: int, rax_loss_fns: dict, only, seed: int) -> 
             "rax_ms": None,
         }
         if rx_fn is not None:
-            t_rx, first_rx, (rx_value, _) = time_jax(rx_fn, args, reps)
+            t_rx, first_rx, (rx_value, _) = common.time_jax(rx_fn, args, reps)
             row.update(
                 rax_ms=1e3 * t_rx, rax_first_call_ms=1e3 * first_rx, rax_value=float(rx_value)
             )
@@ -347,29 +270,17 @@ def run(shapes, rank_shapes, reps: int, rax_loss_fns: dict, only, seed: int) -> 
 # --------------------------------------------------------------------------- #
 
 
-def fmt_ms(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
-def fmt_ratio(a, b) -> str:
-    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
-
-
 def print_table(results, rax_status: str, failures: dict) -> None:
     head = f"{'shape':>10} {'loss':20} | {'lodestar ms':>11} {'rax ms':>10} | {'rax/lodestar':>12}"
     print()
     print("value_and_grad, median ms. rax/lodestar > 1 means lodestar is faster.")
     print(head)
     print("-" * len(head))
-    last_shape = None
-    for r in results:
-        shape = f"{r['batch']}x{r['n']}"
-        if last_shape is not None and shape != last_shape:
-            print("-" * len(head))
-        last_shape = shape
+    for shape, r in common.rows_by_shape(results, "-" * len(head)):
         print(
-            f"{shape:>10} {r['loss']:20} | {fmt_ms(r['lodestar_ms']):>11} "
-            f"{fmt_ms(r['rax_ms']):>10} | {fmt_ratio(r['rax_ms'], r['lodestar_ms']):>12}"
+            f"{shape:>10} {r['loss']:20} | {common.fmt_ms(r['lodestar_ms']):>11} "
+            f"{common.fmt_ms(r['rax_ms']):>10} | "
+            f"{common.fmt_ratio(r['rax_ms'], r['lodestar_ms']):>12}"
         )
     print()
     print("Rax counterparts: approx_ndcg = approx_t12n(ndcg_metric); softmax = softmax_loss")
@@ -383,17 +294,7 @@ def print_table(results, rax_status: str, failures: dict) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--quick", action="store_true", help="tiny shapes, 1 repetition (CI smoke test)"
-    )
-    parser.add_argument(
-        "--reps",
-        type=int,
-        default=None,
-        help="timed repetitions per cell (default 5; 1 with --quick)",
-    )
-    parser.add_argument("--json", metavar="PATH", help="write machine info and results here")
+    parser = common.base_parser(__doc__.split("\n")[0], "tiny shapes, 1 repetition (CI smoke test)")
     parser.add_argument("--no-rax", action="store_true", help="skip Rax even if installed")
     parser.add_argument(
         "--only",
@@ -402,7 +303,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    reps = args.reps if args.reps is not None else (1 if args.quick else 5)
+    reps = common.default_reps(args)
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES
     rank_shapes = QUICK_RANK_SHAPES if args.quick else FULL_RANK_SHAPES
     only = None
@@ -414,29 +315,16 @@ def main(argv=None) -> int:
 
     wall = time.perf_counter()
     rax, rax_status = load_rax(args.no_rax)
-    info = print_header(rax_status)
-    warm_up_process(0.2 if args.quick else 1.0)
+    info = header(rax_status)
+    common.warm_up_process(0.2 if args.quick else 1.0)
     rax_loss_fns, failures = rax_fns(rax)
     results = run(shapes, rank_shapes, reps, rax_loss_fns, only, args.seed)
     print_table(results, rax_status, failures)
     wall = time.perf_counter() - wall
     print(f"\nshapes={list(shapes)} ranks={list(rank_shapes)} reps={reps} wall={wall:.1f}s")
-    if args.json:
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(
-                {
-                    "machine": info,
-                    "reps": reps,
-                    "quick": args.quick,
-                    "results": results,
-                    "rax_failures": failures,
-                    "wall_s": wall,
-                },
-                f,
-                indent=2,
-            )
-        print(f"wrote {args.json}")
+    common.save_json(
+        args.json, info, reps, args.quick, results=results, rax_failures=failures, wall_s=wall
+    )
     return 0
 
 
