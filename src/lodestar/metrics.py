@@ -123,18 +123,23 @@ def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
 
 
 def _ideal_discounted_gain(gains, valid, *, k, rank_k):
-    """DCG of the list ranked by its own gains (base 2), padding excluded."""
-    if rank_k is None:
-        # Equal gains are interchangeable, so averaging over their ties is
-        # exact here, and the tie-averaging counts fuse best (decision 0004).
-        return _discounted_gain(
-            gains, gains, valid, k=k, rank_k=None, log_base=2.0, ignore_ties=False
-        )
-    # Only the k largest gains matter: one top_k and a dot product.
-    top = lax.top_k(jnp.where(valid, gains, -jnp.inf), rank_k)[0]
-    top = jnp.where(top == -jnp.inf, 0, top)
-    table = _gains.discount_table(gains.shape[-1], k=k, log_base=2.0, dtype=gains.dtype)
-    return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
+    """DCG of the list ranked by its own gains (base 2), padding excluded.
+
+    Equal gains are interchangeable, so any order of them gives the exact
+    ideal. Which route is cheapest depends on the shape (decision 0004).
+    """
+    n = gains.shape[-1]
+    table = _gains.discount_table(n, k=k, log_base=2.0, dtype=gains.dtype)
+    if rank_k is not None:
+        # Only the k largest gains matter: one top_k and a dot product.
+        top = lax.top_k(jnp.where(valid, gains, -jnp.inf), rank_k)[0]
+        top = jnp.where(top == -jnp.inf, 0, top)
+        return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
+    if n >= _ranking.ORDER_BY_SORT_MIN_N:
+        order = _ranking.descending_order(gains, valid)
+        ordered = jnp.take_along_axis(jnp.where(valid, gains, 0), order, axis=-1)
+        return jnp.sum(ordered * jnp.diff(table), axis=-1)
+    return _discounted_gain(gains, gains, valid, k=k, rank_k=None, log_base=2.0, ignore_ties=False)
 
 
 def _valid(scores, where):
