@@ -321,10 +321,7 @@ def _neuralsort_log_permutation(s, valid, temperature, iterations):
     """
     n = s.shape[-1]
     m = jnp.sum(valid, axis=-1, keepdims=True)
-    spread = jnp.sum(jnp.where(_real_pairs(valid), jnp.abs(_pairs(s)), 0), axis=-1)
-    position = jnp.arange(1, n + 1, dtype=s.dtype)
-    scale = (m.astype(s.dtype) + 1 - 2 * position)[..., :, None]
-    logits = (scale * s[..., None, :] - spread[..., None, :]) / temperature
+    logits = smooth._neuralsort_logits(s, valid) / temperature
     used = jnp.arange(n) < m
     mask = used[..., :, None] & valid[..., None, :]
     log_p = jnp.where(mask, logits - _masked_logsumexp(logits, mask, -1), 0)

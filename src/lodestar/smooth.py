@@ -166,15 +166,24 @@ def _expected_positions(logits, valid, temperature):
     return jnp.sum(share * position[:, None], axis=-2)
 
 
-def _neuralsort_ranks(s, valid, temperature):
+def _neuralsort_logits(s, valid):
+    """NeuralSort's logits ``[..., p, i]`` for item ``i`` at position ``p + 1``.
+
+    ``(m + 1 - 2p) s_i - sum_j |s_i - s_j|`` over the ``m`` real items (Grover
+    et al. 2019), before division by the temperature. Shared by the soft ranks
+    here and by :func:`lodestar.losses.neural_ndcg_loss`.
+    """
     n = s.shape[-1]
     m = _count(valid)[..., None].astype(s.dtype)
     pair = valid[..., None, :] & valid[..., :, None]
     spread = jnp.sum(jnp.where(pair, jnp.abs(s[..., :, None] - s[..., None, :]), 0), axis=-1)
     position = jnp.arange(1, n + 1, dtype=s.dtype)
     scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
-    logits = scale * s[..., None, :] - spread[..., None, :]
-    return _expected_positions(logits, valid, temperature)
+    return scale * s[..., None, :] - spread[..., None, :]
+
+
+def _neuralsort_ranks(s, valid, temperature):
+    return _expected_positions(_neuralsort_logits(s, valid), valid, temperature)
 
 
 def _descending(s, valid):
