@@ -12,12 +12,12 @@ metric, a NumPy brute force, or the loss on other inputs), so each can fail.
 
 import functools
 import math
-import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import rax_compat
 from jax.test_util import check_grads
 
 from lodestar import losses, metrics
@@ -397,7 +397,7 @@ def test_neural_ndcg_sinkhorn_makes_doubly_stochastic():
 
 @pytest.fixture
 def rax():
-    return pytest.importorskip("rax")
+    return rax_compat.import_rax()
 
 
 def _rax_batch(seed):
@@ -476,24 +476,8 @@ def test_lambda_loss_matches_rax(rax, mu):
         np.testing.assert_allclose(ours[b] * n * math.log(2), expected, **TIGHT)
 
 
-def _jax_util_shim():
-    """rax 0.4.0's t12n decorates with ``jax.util.wraps``, which newer JAX removed.
-
-    ``jax.util.wraps(fn, namestr=..., docstr=...)`` only copied the name and
-    docstring, so :func:`functools.wraps` stands in for it; the shim touches
-    nothing but the metadata of the wrapper Rax returns.
-    """
-
-    def wraps(wrapped, namestr=None, docstr=None, **kwargs):
-        return functools.wraps(wrapped)
-
-    return types.SimpleNamespace(wraps=wraps)
-
-
 @pytest.mark.parametrize("temperature", [1.0, 0.3])
-def test_approx_ndcg_matches_rax(rax, monkeypatch, temperature):
-    if not hasattr(jax, "util"):
-        monkeypatch.setattr(jax, "util", _jax_util_shim(), raising=False)
+def test_approx_ndcg_matches_rax(rax, temperature):
     scores, labels, where = _rax_batch(24)
     ours = losses.approx_ndcg_loss(
         scores, labels, where=where, temperature=temperature, reduction="none"

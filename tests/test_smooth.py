@@ -18,12 +18,11 @@ Tolerances (float64 unless stated; x64 is on via conftest):
   T = 1e-6, float32, bfloat16): values and gradients finite; nothing more.
 """
 
-import types
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import rax_compat
 from jax.test_util import check_grads
 
 from lodestar import InvalidParameterError, metrics, smooth
@@ -427,34 +426,8 @@ def test_permutahedron_custom_vjp():
 # --------------------------------------------------------------------------
 
 
-def _import_rax():
-    """Import rax, shimming ``jax.util.wraps`` where this jax no longer has it.
-
-    rax 0.4.0's transformations decorate with ``jax.util.wraps`` (its only use
-    of ``jax.util``), which recent jax removed: ``rax.approx_t12n`` then fails
-    with "module 'jax' has no attribute 'util'". The shim supplies a
-    ``wraps(wrapped, namestr, docstr)`` that only copies the name and docstring,
-    which is all rax asks of it. It is installed only when ``jax.util`` is absent.
-    """
-    if not hasattr(jax, "util"):
-
-        def wraps(wrapped, namestr=None, docstr=None, **kwargs):
-            def decorate(fun):
-                name = getattr(wrapped, "__name__", "fun")
-                fun.__name__ = name if namestr is None else namestr.format(fun=name)
-                doc = getattr(wrapped, "__doc__", "") or ""
-                fun.__doc__ = doc if docstr is None else docstr.format(fun=name, doc=doc, **kwargs)
-                fun.__wrapped__ = wrapped
-                return fun
-
-            return decorate
-
-        jax.util = types.SimpleNamespace(wraps=wraps)
-    return pytest.importorskip("rax", reason="rax is not installed: no comparison with Rax")
-
-
 def test_sigmoid_method_agrees_with_rax_approx_ndcg():
-    rax = _import_rax()
+    rax = rax_compat.import_rax()
     rng = np.random.default_rng(9)
     scores = jnp.asarray(rng.normal(size=(4, 7)))
     labels = graded(rng, (4, 7)).at[3].set(0.0)
