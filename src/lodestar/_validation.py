@@ -75,16 +75,7 @@ def check_log_base(log_base, *, caller: str) -> float:
       InvalidParameterError: ``log_base`` is not a real number in (0, inf):
         zero, negative, NaN, infinite, a bool, or not a number at all.
     """
-    if (
-        isinstance(log_base, bool)
-        or not isinstance(log_base, numbers.Real)
-        or not (0.0 < float(log_base) < math.inf)
-    ):
-        raise InvalidParameterError(
-            f"The 'log_base' parameter of {caller} must be a float in the range "
-            f"(0.0, inf). Got {log_base!r} instead."
-        )
-    return float(log_base)
+    return check_positive_float(log_base, name="log_base", caller=caller)
 
 
 def check_positive_float(value, *, name: str, caller: str) -> float:
