@@ -6,17 +6,19 @@ What is measured
 items ranked strictly above it and the size of its tie block. It has four
 methods (see ``src/lodestar/_ranking.py``):
 
-* ``pairwise``: O(n^2) comparisons per list, no sort (timed for n <= 128 only);
+* ``pairwise``: O(n^2) comparisons per list, no sort (timed for n <= 512 only);
 * ``topk``: ``lax.top_k`` then O(n k) comparisons; needs a cut-off k < n;
 * ``sort``: one multi-operand XLA ``lax.sort`` plus a scatter;
 * ``host``: NumPy's sort behind ``jax.pure_callback`` (CPU only).
 
-``method="auto"`` picks ``pairwise`` for ``n <= PAIRWISE_MAX_N``, else
-``topk`` for ``k < n`` and ``k <= TOPK_MAX_K``, else ``host`` on CPU and
-``sort`` elsewhere. This script times each method, jitted, on float32 scores
+``method="auto"`` (``_ranking.choose_method``) picks ``topk`` for ``k < n``
+and ``k <= TOPK_MAX_K`` when ``n > TOPK_ALWAYS_N``, or when
+``n >= TOPK_MIN_N`` and ``n >= TOPK_MIN_RATIO * k``; otherwise ``pairwise``
+for ``n <= PAIRWISE_MAX_N``, else ``host`` on CPU and ``sort`` elsewhere.
+This script times each method, jitted, on float32 scores
 rounded to two decimals (so ties occur), with every item real
 (``valid=None``) and ``ignore_ties=False`` unless ``--ignore-ties``, for
-n in (4, 8, 12, 16, 24, 32, 48, 64, 100, 1000) with a batch of about 1,000,000
+n in (4, 8, 12, 16, 24, 32, 48, 64, 100, 256, 384, 512, 1000) with a batch of about 1,000,000
 elements (B = 1e6 / n), and for each cut-off k in (1, 10, 32, 64, 128) with
 k < n. ``pairwise``, ``sort`` and ``host`` do not depend on k, so they are
 timed once per n; ``topk`` and ``auto`` are timed per (n, k).
@@ -63,27 +65,32 @@ import numpy as np
 
 from lodestar import _ranking
 
-FULL_NS = (4, 8, 12, 16, 24, 32, 48, 64, 100, 1000)
+FULL_NS = (4, 8, 12, 16, 24, 32, 48, 64, 100, 256, 384, 512, 1000)
 FULL_KS = (1, 10, 32, 64, 128)
 FULL_ELEMENTS = 1_000_000
 QUICK_NS = (4, 16, 32, 100)
 QUICK_KS = (1, 10, 64)
 QUICK_ELEMENTS = 20_000
-PAIRWISE_LIMIT = 128
+PAIRWISE_LIMIT = 512
 FULL_METHODS = ("pairwise", "sort", "host")
 
 
+THRESHOLDS = {
+    name: getattr(_ranking, name)
+    for name in ("PAIRWISE_MAX_N", "TOPK_MAX_K", "TOPK_ALWAYS_N", "TOPK_MIN_N", "TOPK_MIN_RATIO")
+}
+
+
+def thresholds_text() -> str:
+    return ", ".join(f"{name}={value}" for name, value in THRESHOLDS.items())
+
+
 def header() -> dict:
-    info = common.machine_info(
-        PAIRWISE_MAX_N=_ranking.PAIRWISE_MAX_N, TOPK_MAX_K=_ranking.TOPK_MAX_K
-    )
+    info = common.machine_info(**THRESHOLDS)
     common.print_header(
         "lodestar rank-engine benchmark (tie_blocks methods)",
         info,
-        [
-            f"current thresholds: PAIRWISE_MAX_N={info['PAIRWISE_MAX_N']}, "
-            f"TOPK_MAX_K={info['TOPK_MAX_K']}"
-        ],
+        [f"current thresholds: {thresholds_text()}"],
         ratios="the x-best ratios",
     )
     return info
@@ -197,7 +204,7 @@ def print_table(rows) -> None:
             f"{r['auto']:>8} {r['auto_over_best']:9.2f}{flag}"
         )
     print()
-    print(f"thresholds: PAIRWISE_MAX_N={_ranking.PAIRWISE_MAX_N} TOPK_MAX_K={_ranking.TOPK_MAX_K}")
+    print(f"thresholds: {thresholds_text()}")
     misses = [r for r in rows if r["auto"] != r["winner"]]
     if misses:
         print(

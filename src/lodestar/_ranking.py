@@ -51,8 +51,13 @@ METHODS = ("auto", "pairwise", "topk", "sort", "host")
 
 # Thresholds for method="auto"; measured in benchmarks/bench_engine.py and
 # recorded in docs/decisions/0004-rank-engine-algorithms.md.
-PAIRWISE_MAX_N = 256
+PAIRWISE_MAX_N = 384
 TOPK_MAX_K = 128
+# Below TOPK_ALWAYS_N, top-k beats counting only when k is small against n:
+# from TOPK_MIN_N items on and when n >= TOPK_MIN_RATIO * k.
+TOPK_ALWAYS_N = 384
+TOPK_MIN_N = 80
+TOPK_MIN_RATIO = 16
 # From this length on, the NDCG ideal orders the gains with one argsort
 # (descending_order) instead of a second counting pass; below it the pass is
 # cheaper (benchmarks: 22 ms against 39 ms at n = 100, 11 against 8 at n = 32).
@@ -97,10 +102,11 @@ def rankable(scores: jax.Array) -> jax.Array:
 
 def choose_method(n: int, k: int | None) -> str:
     """The method ``"auto"`` resolves to for a list length and cut-off."""
+    if k is not None and k < n and k <= TOPK_MAX_K:
+        if n > TOPK_ALWAYS_N or (n >= TOPK_MIN_N and n >= TOPK_MIN_RATIO * k):
+            return "topk"
     if n <= PAIRWISE_MAX_N:
         return "pairwise"
-    if k is not None and k < n and k <= TOPK_MAX_K:
-        return "topk"
     return "sort_or_host"
 
 
@@ -184,10 +190,7 @@ def _count(this, others, others_valid, relation, others_index=None) -> jax.Array
         hits = relation(
             others[..., None, chunk], this[..., :, None], others_index[..., None, chunk], this_index
         )
-        if hits.dtype == jnp.bool_:
-            hits = hits & others_valid[..., None, chunk]
-        else:
-            hits = jnp.where(others_valid[..., None, chunk], hits, 0)
+        hits = hits & others_valid[..., None, chunk]
         total = total + jnp.sum(hits, axis=-1, dtype=jnp.int32)
     return total
 
@@ -196,19 +199,12 @@ def _greater_or_later(other, this, other_index, this_index):
     return (other > this) | ((other == this) & (other_index > this_index))
 
 
-# Both tie-block counts from one pass: each comparison contributes 2^16 if the
-# other item scores higher and 1 if it ties, so one integer sum carries
-# ``above`` in its high bits and ``tied`` in its low bits. Exact while fewer
-# than 2^16 items are compared, which the method thresholds guarantee.
-_PACK = 16
+def _greater(other, this, *_):
+    return other > this
 
 
-def _above_and_tied(other, this, *_):
-    return jnp.where(other > this, 1 << _PACK, 0) + (other == this)
-
-
-def _unpack(total):
-    return total >> _PACK, total & ((1 << _PACK) - 1)
+def _equal(other, this, *_):
+    return other == this
 
 
 def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
@@ -216,7 +212,10 @@ def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
         above = _count(scores, scores, valid, _greater_or_later)
         tied = jnp.ones_like(above)
     else:
-        above, tied = _unpack(_count(scores, scores, valid, _above_and_tied))
+        # Two boolean passes: on a quiet machine they beat one packed integer
+        # pass carrying both counts (decision 0004, "Correction").
+        above = _count(scores, scores, valid, _greater)
+        tied = _count(scores, scores, valid, _equal)
         # max(., 1): a NaN score equals nothing, not even itself.
         tied = jnp.maximum(tied, 1)
     return _mask_padding(TieBlocks(above, tied), valid)
@@ -250,7 +249,8 @@ def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
         above_at = count_above + later_at_threshold
         tied_top = tied_at = 1
     else:
-        above_top, tied_top = _unpack(_count(scores, top_values, in_top, _above_and_tied))
+        above_top = _count(scores, top_values, in_top, _greater)
+        tied_top = _count(scores, top_values, in_top, _equal)
         above_at = jnp.broadcast_to(count_above, scores.shape)
         tied_at = jnp.sum(at_threshold, axis=-1, keepdims=True, dtype=jnp.int32)
     above = jnp.where(above_threshold, above_top, jnp.where(at_threshold, above_at, k))
