@@ -71,3 +71,48 @@ def counts(scores):
     above = [sum(t > s for t in scores) for s in scores]
     tied = [sum(t == s for t in scores) for s in scores]
     return np.array(above), np.array(tied)
+
+
+# --- precision, recall, hits, average precision and ERR on one explicit order ----------
+
+
+def _relevant_flags(labels, order, k):
+    top = order if k is None else order[:k]
+    return [labels[i] != 0 for i in top]
+
+
+def precision_of_order(labels, order, *, k=None):
+    """Relevant items in the first k positions over k (over the list length for k=None)."""
+    found = sum(_relevant_flags(labels, order, k))
+    slots = len(order) if k is None else k
+    return 0.0 if slots == 0 else found / slots
+
+
+def recall_of_order(labels, order, *, k=None):
+    total = sum(x != 0 for x in labels)
+    return 0.0 if total == 0 else sum(_relevant_flags(labels, order, k)) / total
+
+
+def hits_of_order(labels, order, *, k=None):
+    return float(any(_relevant_flags(labels, order, k)))
+
+
+def ap_of_order(labels, order, *, k=None):
+    """Sum of precision at each relevant rank within k, over all relevant items."""
+    total = sum(x != 0 for x in labels)
+    found, summed = 0, 0.0
+    for position, flag in enumerate(_relevant_flags(labels, order, k)):
+        if flag:
+            found += 1
+            summed += found / (position + 1)
+    return 0.0 if total == 0 else summed / total
+
+
+def err_of_order(labels, order, *, k=None, max_label):
+    """Chapelle et al.'s cascade: stop at grade g with probability (2^g - 1) / 2^max."""
+    value, reach = 0.0, 1.0
+    for position, index in enumerate(order if k is None else order[:k]):
+        stop = (2.0 ** float(labels[index]) - 1) / 2.0**max_label
+        value += reach * stop / (position + 1)
+        reach *= 1 - stop
+    return value

@@ -40,6 +40,7 @@ backend. The choice and its measurements are recorded in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -453,3 +454,88 @@ def first_relevant_position_probabilities(block: FirstRelevantBlock, length: int
     ratio = jnp.where(possible, (m - j - r + 1) / jnp.where(possible, m - j, 1), 0)
     first = jnp.where(r > 0, r / jnp.maximum(m, 1), 0)
     return jnp.cumprod(jnp.concatenate([first, ratio], axis=-1), axis=-1)
+
+
+def probability_none_relevant_first(
+    block: FirstRelevantBlock, slots: jax.Array, length: int, dtype
+):
+    """P(none of a block's relevant items lands in its first ``slots`` positions).
+
+    With ``m`` tied items of which ``r`` are relevant, ``c = slots`` of the
+    block's positions counted, the hypergeometric probability is
+    ``C(m - r, c) / C(m, c) = prod_{j < c} (m - r - j) / (m - j)``: a product of
+    at most ``length`` factors (a static bound on ``c``), with no factorials. A
+    factor reaches exactly 0 once ``c > m - r``, so the probability is exactly 0
+    when the block's relevant items cannot all be left out.
+
+    Args:
+      block: From :func:`first_relevant_block`.
+      slots: ``(...)`` integer ``c`` in ``[0, m]``.
+      length: Static upper bound on ``slots``.
+      dtype: The floating dtype of the result.
+
+    Returns:
+      ``(...)`` probabilities; 1 where ``slots == 0``.
+    """
+    m = block.size[..., None].astype(dtype)
+    r = block.relevant[..., None].astype(dtype)
+    j = jnp.arange(length, dtype=dtype)
+    counted = j < slots[..., None]
+    factor = jnp.maximum(m - r - j, 0) / jnp.where(counted, m - j, 1)
+    return jnp.prod(jnp.where(counted, factor, 1), axis=-1)
+
+
+def block_totals(values: jax.Array, blocks: TieBlocks) -> tuple[jax.Array, jax.Array]:
+    """Per item, the sum of ``values`` over the blocks above its own, and over its own.
+
+    A block is named by its first position ``above``, so one scatter-add of
+    ``values`` into ``n + 1`` bins and one prefix sum give both totals in O(n)
+    per list, with no pairwise pass. Padding sits in bin ``n`` (after every real
+    block); give it a value of 0 or mask it out. With a cut-off, the totals are
+    exact for every item whose block starts before ``k``.
+
+    Args:
+      values: ``(..., n)`` numbers to total, e.g. relevance indicators.
+      blocks: Per-item counts from :func:`tie_blocks`.
+
+    Returns:
+      ``(above, within)``, each shaped and typed like ``values``.
+    """
+    n = values.shape[-1]
+    bins = jnp.minimum(blocks.above, n)
+
+    def per_list(values, bins):
+        return jnp.zeros(n + 1, values.dtype).at[bins].add(values)
+
+    flat = jax.vmap(per_list)(values.reshape(-1, n), bins.reshape(-1, n))
+    totals = flat.reshape(values.shape[:-1] + (n + 1,))
+    earlier = jnp.cumsum(totals, axis=-1) - totals
+    above = jnp.take_along_axis(earlier, bins, axis=-1)
+    within = jnp.take_along_axis(totals, bins, axis=-1)
+    return above, within
+
+
+def block_position_sum(blocks: TieBlocks, k, term: Callable[[jax.Array], jax.Array], dtype):
+    """Per item, ``sum_u term(u)`` over the offsets ``u`` of its block's positions before ``k``.
+
+    Item ``i``'s block spans positions ``above_i + u`` for ``u = 0 .. tied_i - 1``;
+    only those with ``above_i + u < k`` are summed. ``term(u)`` receives the
+    offset as a scalar of ``dtype`` and returns a per-item ``(..., n)`` array. The
+    loop runs once per offset of the longest block starting before ``k`` (a
+    traced trip count), so a tie-free list costs one elementwise pass and a
+    list of ``m`` tied items ``m`` passes: O(n * m), not O(n^2), and summed
+    term by term, never as a difference of prefix sums.
+
+    It is a :func:`jax.lax.while_loop`: reverse-mode differentiation through
+    ``term`` is not available (the engine's counts carry none anyway).
+
+    Returns:
+      ``(..., n)`` sums of ``dtype``; 0 for padding.
+    """
+    counted = jnp.clip(k - blocks.above, 0, blocks.tied)
+    steps = jnp.max(counted, initial=0)
+
+    def add_offset(u, total):
+        return total + jnp.where(u < counted, term(u.astype(dtype)), 0)
+
+    return lax.fori_loop(0, steps, add_offset, jnp.zeros(counted.shape, dtype))

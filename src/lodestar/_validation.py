@@ -261,3 +261,25 @@ def check_values(
         failed = _failures(scores, labels, valid, names)
         for index, (_, message) in enumerate(checks):
             checkify.debug_check(jnp.logical_not(failed[index]), message)
+
+
+def check_labels_at_most(
+    labels: jax.Array, where: jax.Array | None, bound: float, *, name: str, caller: str
+) -> None:
+    """Refuse a real label above ``bound`` (a declared maximum grade such as ERR's).
+
+    Eager on concrete arrays, ``checkify.debug_check`` under trace, like
+    :func:`check_values`; padding is never inspected. The message names the
+    parameter holding the bound (``name``) and the public function (``caller``).
+
+    Raises:
+      ValueError: on concrete inputs, a real label exceeds ``bound``.
+    """
+    message = f"Input labels contains a value greater than {name}={bound!r} in {caller}."
+    valid = jnp.ones(labels.shape, bool) if where is None else where
+    exceeded = jnp.any(valid & (labels > bound))
+    if _is_concrete(labels, where):
+        if bool(exceeded):
+            raise ValueError(message)
+    else:
+        checkify.debug_check(jnp.logical_not(exceeded), message)
