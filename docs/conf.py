@@ -1,0 +1,94 @@
+"""Sphinx configuration for lodestar's documentation site.
+
+Build it strictly, as CI does (decision 0008):
+
+    pip install -e ".[docs]"
+    sphinx-build -W --keep-going -n -b html docs docs/_build/html
+
+The API reference is generated from each public module's ``__all__``, the
+notebooks in ``notebooks/`` are executed at build time, and the build fails on
+any warning: a broken reference, an undocumented public name, a notebook cell
+that raises.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+
+# The notebooks read this to shrink their data and training runs, so that the
+# docs build stays a few minutes long. Set before any kernel starts, which
+# inherits it.
+os.environ.setdefault("LODESTAR_NOTEBOOK_QUICK", "1")
+
+project = "lodestar"
+author = "The lodestar authors"
+copyright = "2026, The lodestar authors"
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.viewcode",
+    "myst_nb",
+    "api_coverage",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
+
+# -- Strictness ----------------------------------------------------------------
+# With -n every reference must resolve. There is no network at build time, so
+# there is no intersphinx: references into other projects' documentation
+# cannot resolve, and are exempt by name. References into lodestar are not.
+nitpicky = True
+nitpick_ignore_regex = [
+    (r"py:.*", r"(jax|jaxlib|numpy|np|sklearn|scipy|optax|rax|tqdm|matplotlib)(\..*)?"),
+    # The standard library, for the same reason.
+    (r"py:.*", r"(os|io|typing|collections|pathlib|numbers|argparse|dataclasses)\..*"),
+    # jaxtyping shape annotations in signatures, e.g. Float[Array, "*batch n"].
+    (r"py:.*", r"(Array|Bool|Float|Int|Num|Shaped|Key|PRNGKeyArray|ArrayLike|DTypeLike)"),
+]
+
+# -- API reference ---------------------------------------------------------------
+# Each public module gets one page, generated from its ``__all__`` by the
+# templates in _templates/autosummary; a new function or module appears
+# without touching docs/.
+autosummary_generate = True
+autosummary_ignore_module_all = False
+autosummary_imported_members = False
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_preserve_defaults = True
+add_module_names = False
+
+# The docstrings are Google style. "Remarks" is lodestar's own section: how a
+# function is commonly misused, as on the Lodestar.Metrics pages.
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+napoleon_use_rtype = False
+napoleon_use_ivar = True
+napoleon_custom_sections = ["Remarks"]
+
+# -- MyST and notebooks ----------------------------------------------------------
+myst_enable_extensions = ["colon_fence", "dollarmath"]
+myst_heading_anchors = 3
+
+# The notebooks are committed without outputs (tests/test_notebooks.py checks
+# this), so every build executes them; a cell that raises fails the build.
+nb_execution_mode = "force"
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_execution_timeout = 600
+nb_merge_streams = True
+
+# -- HTML --------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = "lodestar"
+html_theme_options = {
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+}
