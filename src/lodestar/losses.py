@@ -36,6 +36,19 @@ least one real item (0 if there is none). With weights, ``"mean"`` is thus
 ``sum(w * loss) / count`` and not ``sum(w * loss) / sum(w)``; divide the
 ``"sum"`` by ``sum(w)`` yourself if you want the latter.
 
+**Packed lists.** ``segments`` (integers, ``(..., n)``) packs several lists
+into one row, as in :mod:`lodestar.metrics`: every list of every row is then
+one list of the reduction. ``"none"`` returns ``(..., max_segments)``, one loss
+per list (0 for an id with no real item); ``"mean"`` averages over the lists
+with a real item; ``weights`` has shape ``(..., max_segments)``, one weight per
+list. Each list's loss and gradients are those of the list padded on its own.
+
+>>> segments = jnp.array([[0, 0, 0], [0, 1, 1]])
+>>> per_list = losses.pairwise_logistic_loss(scores, labels, segments=segments, reduction="none")
+>>> print(jnp.round(per_list, 4))  # row 0 holds one list, row 1 two
+[[0.7535 0.    ]
+ [0.     1.3133]]
+
 **Numerics.** Values and gradients stay finite for tied scores, all-zero
 labels, one-item and fully padded lists, and scores of :math:`\pm 10^6`.
 Half-precision inputs are computed, and returned, in float32, as in
@@ -66,10 +79,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _gains, _ranking, _validation, metrics, smooth
+from lodestar import _gains, _ranking, _segments, _validation, metrics, smooth
 
 if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Num
+    from jaxtyping import Array, Bool, Float, Int, Num
 
 __all__ = [
     "approx_ndcg_loss",
@@ -140,7 +153,8 @@ def _check_weights(weights, batch_shape, *, caller: str):
     return weights
 
 
-def _prepare(scores, labels, where, weights, reduction, *, caller, nonnegative_labels):
+def _prepare(scores, labels, where, weights, reduction, *, caller, nonnegative_labels, **packing):
+    """Validate; lay packed lists out (``packing``: the segment options), one per block."""
     reduction = _validation.check_option(
         reduction, name="reduction", options=REDUCTIONS, caller=caller
     )
@@ -148,8 +162,9 @@ def _prepare(scores, labels, where, weights, reduction, *, caller, nonnegative_l
     _validation.check_values(
         scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
     )
-    weights = _check_weights(weights, scores.shape[:-1], caller=caller)
-    return scores, labels, where, weights, reduction
+    lists = _segments.split(scores, labels, where, caller=caller, **packing)
+    weights = _check_weights(weights, lists.scores.shape[:-1], caller=caller)
+    return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
 
 
 # --------------------------------------------------------------------------
@@ -369,6 +384,9 @@ def softmax_loss(
     where: Bool[Array, "*batch n"] | None = None,
     weights: Num[Array, "*batch"] | None = None,
     reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""Softmax cross-entropy (ListNet) loss.
 
@@ -389,6 +407,13 @@ def softmax_loss(
       weights: ``(...)`` per-list weights (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
@@ -424,7 +449,16 @@ def softmax_loss(
     """
     caller = "softmax_loss"
     scores, labels, where, weights, reduction = _prepare(
-        scores, labels, where, weights, reduction, caller=caller, nonnegative_labels=True
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
     return _softmax_kernel(scores, labels, where, weights, reduction=reduction)
 
@@ -436,6 +470,9 @@ def listmle_loss(
     where: Bool[Array, "*batch n"] | None = None,
     weights: Num[Array, "*batch"] | None = None,
     reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
     key: jax.Array | None = None,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""ListMLE loss: the Plackett-Luce negative log-likelihood of the ideal order.
@@ -460,6 +497,13 @@ def listmle_loss(
       weights: ``(...)`` per-list weights (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       key: Optional :func:`jax.random.key` (or ``PRNGKey``) breaking ties
         between equal labels uniformly at random. Without it tied labels keep
         their order of appearance (a stable sort), as in :func:`rax.listmle_loss`;
@@ -490,7 +534,16 @@ def listmle_loss(
     """
     caller = "listmle_loss"
     scores, labels, where, weights, reduction = _prepare(
-        scores, labels, where, weights, reduction, caller=caller, nonnegative_labels=False
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
     return _listmle_kernel(scores, labels, where, weights, key, reduction=reduction)
 
@@ -502,6 +555,9 @@ def pairwise_logistic_loss(
     where: Bool[Array, "*batch n"] | None = None,
     weights: Num[Array, "*batch"] | None = None,
     reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
     temperature: float = 1.0,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""Pairwise logistic (RankNet) loss, summed over the pairs of each list.
@@ -522,6 +578,13 @@ def pairwise_logistic_loss(
       weights: ``(...)`` per-list weights (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       temperature: :math:`T` in (0, inf).
 
     Returns:
@@ -557,7 +620,16 @@ def pairwise_logistic_loss(
     caller = "pairwise_logistic_loss"
     temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
     scores, labels, where, weights, reduction = _prepare(
-        scores, labels, where, weights, reduction, caller=caller, nonnegative_labels=False
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
     return _pairwise_logistic_kernel(
         scores, labels, where, weights, temperature, reduction=reduction
@@ -571,6 +643,9 @@ def lambda_loss(
     where: Bool[Array, "*batch n"] | None = None,
     weights: Num[Array, "*batch"] | None = None,
     reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
     k: int | None = None,
     mu: float = 10.0,
     temperature: float = 1.0,
@@ -608,6 +683,13 @@ def lambda_loss(
       weights: ``(...)`` per-list weights (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       k: Optimise NDCG@k; None for the whole list.
       mu: :math:`\mu \ge 0`, the weight of the NDCG-Loss2 term. 0 gives the
         LambdaRank weights alone. The default 10 is allRank's.
@@ -659,7 +741,16 @@ def lambda_loss(
     temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
     gain = _validation.check_gain(gain, caller=caller)
     scores, labels, where, weights, reduction = _prepare(
-        scores, labels, where, weights, reduction, caller=caller, nonnegative_labels=True
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
     return _lambda_kernel(
         scores, labels, where, weights, temperature, mu, reduction=reduction, k=k, gain=gain
@@ -673,6 +764,9 @@ def approx_ndcg_loss(
     where: Bool[Array, "*batch n"] | None = None,
     weights: Num[Array, "*batch"] | None = None,
     reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
     temperature: float = 1.0,
     k: int | None = None,
     gain: str | Callable = "exp2",
@@ -697,6 +791,13 @@ def approx_ndcg_loss(
       weights: ``(...)`` per-list weights (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       temperature: :math:`T` in (0, inf), in the units of the scores.
       k: Optimise NDCG@k (a soft cut-off); None for the whole list.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper and in
@@ -735,7 +836,16 @@ def approx_ndcg_loss(
     k = _validation.check_k(k, caller=caller)
     gain = _validation.check_gain(gain, caller=caller)
     scores, labels, where, weights, reduction = _prepare(
-        scores, labels, where, weights, reduction, caller=caller, nonnegative_labels=True
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
     return _approx_ndcg(
         scores, labels, where, weights, temperature, reduction=reduction, k=k, gain=gain
@@ -749,6 +859,9 @@ def neural_ndcg_loss(
     where: Bool[Array, "*batch n"] | None = None,
     weights: Num[Array, "*batch"] | None = None,
     reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
     temperature: float = 1.0,
     k: int | None = None,
     gain: str | Callable = "exp2",
@@ -782,6 +895,13 @@ def neural_ndcg_loss(
       weights: ``(...)`` per-list weights (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       temperature: :math:`T` in (0, inf), in the units of the scores.
       k: Optimise NDCG@k: only the first ``k`` positions count; None for all.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper),
@@ -830,7 +950,16 @@ def neural_ndcg_loss(
         sinkhorn_iterations, name="sinkhorn_iterations", caller=caller
     )
     scores, labels, where, weights, reduction = _prepare(
-        scores, labels, where, weights, reduction, caller=caller, nonnegative_labels=True
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
     return _neural_ndcg_kernel(
         scores,

@@ -48,6 +48,15 @@ no part: real items score and differentiate exactly as without it, padding
 gets a zero gradient (and a soft rank of 0), and a list with no real item
 scores 0.
 
+**Packed lists.** ``segments`` (integers, ``(..., n)``) packs several lists
+into one row, as in :mod:`lodestar.metrics`: :func:`ranks` then ranks each
+item within its own list, and the metrics return ``(..., max_segments)``, one
+value per list, with the values and gradients of each list padded on its own.
+
+>>> packed = jnp.array([0.3, 2.0, 1.0, 5.0, 4.0])
+>>> smooth.ranks(packed, temperature=0.01, segments=jnp.array([0, 0, 0, 1, 1])).tolist()
+[3.0, 1.0, 2.0, 1.0, 2.0]
+
 **Numerics.** Half-precision inputs are computed in float32, as in
 :mod:`lodestar.metrics`. Values and gradients stay finite for tied scores,
 scores of :math:`\pm 10^6`, temperatures down to :math:`10^{-6}`, one-item and
@@ -79,10 +88,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lodestar import _gains, _validation, metrics
+from lodestar import _gains, _segments, _validation, metrics
 
 if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Num
+    from jaxtyping import Array, Bool, Float, Int, Num
 
 __all__ = ["dcg", "ndcg", "ranks", "reciprocal_rank"]
 
@@ -100,12 +109,13 @@ def _check_options(temperature, method, *, caller):
     return temperature, method
 
 
-def _prepare(scores, labels, where, *, caller, nonnegative_labels=False):
+def _prepare(scores, labels, where, *, caller, nonnegative_labels=False, **packing):
+    """Validate the arrays and lay packed lists out (``packing``: the segment options)."""
     scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
     _validation.check_values(
         scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
     )
-    return scores, labels, where
+    return _segments.split(scores, labels, where, caller=caller, **packing)
 
 
 def _valid(scores, where):
@@ -449,6 +459,9 @@ def ranks(
     temperature: float = 1.0,
     method: str = "sigmoid",
     where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
 ) -> Float[Array, "*batch n"]:
     r"""Soft 1-based ranks: a differentiable relaxation of the descending rank.
 
@@ -490,6 +503,13 @@ def ranks(
       method: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``.
       where: ``(..., n)`` boolean mask; False marks padding, which gets rank 0.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each item is then ranked within its own list. See *Packed lists* in
+        the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(..., n)`` soft ranks, floating (half precision widened to float32).
@@ -520,10 +540,16 @@ def ranks(
       Blondel et al., ICML 2020. https://arxiv.org/abs/2002.08871
     """
     temperature, method = _check_options(temperature, method, caller="ranks")
-    scores, _, where = _prepare(
-        scores, jnp.zeros(jnp.shape(scores), jnp.int8), where, caller="ranks"
+    lists = _prepare(
+        scores,
+        jnp.zeros(jnp.shape(scores), jnp.int8),
+        where,
+        caller="ranks",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
-    return ranks_kernel(scores, where, temperature, method=method)
+    return lists.per_item(ranks_kernel(lists.scores, lists.where, temperature, method=method))
 
 
 def dcg(
@@ -536,7 +562,10 @@ def dcg(
     log_base: float = 2.0,
     gain: str | Callable = "linear",
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Smooth discounted cumulative gain of each list.
 
     .. math::
@@ -546,7 +575,7 @@ def dcg(
         c_i = \sigma\!\left(\frac{s_i - t_k}{T}\right)
 
     where :math:`r_i` is the soft rank of :func:`ranks`, the discount is the
-    exact metric's (:func:`lodestar._gains.discount_at`), and :math:`t_k` is
+    exact metric's (``lodestar._gains.discount_at``), and :math:`t_k` is
     the midpoint of the ``k``-th and ``(k+1)``-th largest real scores
     (:math:`c_i = 1` when ``k`` is None or at least the number of real items).
     On tie-free scores it tends to :func:`lodestar.metrics.dcg` as
@@ -562,6 +591,13 @@ def dcg(
       log_base: Base :math:`b` of the discount, in (0, inf).
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth DCG of each list; 0 for a list with no real item.
@@ -594,19 +630,28 @@ def dcg(
     k = _validation.check_k(k, caller="dcg")
     log_base = _validation.check_log_base(log_base, caller="dcg")
     gain = _validation.check_gain(gain, caller="dcg")
-    scores, labels, where = _prepare(scores, labels, where, caller="dcg")
-    return dcg_kernel(
+    lists = _prepare(
         scores,
         labels,
         where,
+        caller="dcg",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    value = dcg_kernel(
+        lists.scores,
+        lists.labels,
+        lists.where,
         temperature,
         log_base,
-        _cutoff(k, scores.shape[-1]),
+        _cutoff(k, lists.scores.shape[-1]),
         method=method,
         cut=k is not None,
         gain=gain,
         zero_discount=log_base == 1.0,
     )
+    return lists.per_list(value)
 
 
 def ndcg(
@@ -618,7 +663,10 @@ def ndcg(
     k: int | None = None,
     gain: str | Callable = "linear",
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Smooth NDCG of each list: smooth DCG over the exact ideal DCG.
 
     .. math::
@@ -641,6 +689,13 @@ def ndcg(
         is cut exactly at ``k``. None scores the whole list.
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth NDCG of each list; 0 with no relevant or no real item.
@@ -673,17 +728,27 @@ def ndcg(
     temperature, method = _check_options(temperature, method, caller="ndcg")
     k = _validation.check_k(k, caller="ndcg")
     gain = _validation.check_gain(gain, caller="ndcg")
-    scores, labels, where = _prepare(scores, labels, where, caller="ndcg", nonnegative_labels=True)
-    return ndcg_kernel(
+    lists = _prepare(
         scores,
         labels,
         where,
+        caller="ndcg",
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    value = ndcg_kernel(
+        lists.scores,
+        lists.labels,
+        lists.where,
         temperature,
-        _cutoff(k, scores.shape[-1]),
+        _cutoff(k, lists.scores.shape[-1]),
         method=method,
         cut=k is not None,
         gain=gain,
     )
+    return lists.per_list(value)
 
 
 def reciprocal_rank(
@@ -693,7 +758,10 @@ def reciprocal_rank(
     temperature: float = 1.0,
     method: str = "sigmoid",
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Smooth reciprocal rank of the first relevant item.
 
     .. math::
@@ -723,6 +791,13 @@ def reciprocal_rank(
       temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank; see :func:`ranks`.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth reciprocal rank of each list, in [0, 1]; 0 for a list
@@ -750,5 +825,16 @@ def reciprocal_rank(
       https://doi.org/10.1007/s10791-009-9124-x
     """
     temperature, method = _check_options(temperature, method, caller="reciprocal_rank")
-    scores, labels, where = _prepare(scores, labels, where, caller="reciprocal_rank")
-    return reciprocal_rank_kernel(scores, labels, where, temperature, method=method)
+    lists = _prepare(
+        scores,
+        labels,
+        where,
+        caller="reciprocal_rank",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    value = reciprocal_rank_kernel(
+        lists.scores, lists.labels, lists.where, temperature, method=method
+    )
+    return lists.per_list(value)
