@@ -92,3 +92,18 @@ html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
 }
+
+
+def skip_namedtuple_fields(app, what, name, obj, skip, options):
+    """Leave out a named tuple's generated field entries ("Alias for field number 0").
+
+    The class's ``Attributes`` section already describes each field.
+    """
+    if what == "class" and (getattr(obj, "__doc__", None) or "").startswith("Alias for field"):
+        return True
+    return None
+
+
+def setup(app):
+    """Connect the hooks above."""
+    app.connect("autodoc-skip-member", skip_namedtuple_fields)

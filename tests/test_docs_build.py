@@ -4,13 +4,15 @@ The site itself is built by ``.ci/run`` (``sphinx-build -W -n``), which needs
 the docs extra. These checks need only the test extra, so they fail under
 ``pytest`` before the slower build does:
 
-* every ``>>>`` example on a page under ``docs/`` runs and prints what the page
-  says (float32, the default without x64, as in the README);
+* every Python block on a page under ``docs/`` is a doctest, and every ``>>>``
+  example runs and prints what the page says (float32, the default without
+  x64, as in the README);
 * the rule ``docs/_ext/api_coverage.py`` enforces during the build holds for
   the package as it stands, and the rule does catch an omission.
 """
 
 import doctest
+import re
 import sys
 from pathlib import Path
 
@@ -33,6 +35,14 @@ PAGES_WITH_EXAMPLES = [path for path in PAGES if ">>>" in path.read_text()]
 
 def test_the_getting_started_page_has_examples():
     assert DOCS / "index.md" in PAGES_WITH_EXAMPLES
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(DOCS)))
+def test_python_blocks_are_doctests(path):
+    """A Python block that is not a doctest would go untested, and could rot."""
+    blocks = re.findall(r"^```(?:python|py)\n(.*?)^```", path.read_text(), re.MULTILINE | re.DOTALL)
+    for block in blocks:
+        assert block.lstrip().startswith(">>>"), f"{path.name}: a Python block is not a doctest"
 
 
 @pytest.mark.parametrize("path", PAGES_WITH_EXAMPLES, ids=lambda p: str(p.relative_to(DOCS)))
