@@ -14,7 +14,7 @@ states the conventions (which queries are averaged, ties, and where
 trec_eval's definitions differ).
 
 ``lodestar bench [options]`` runs the exact-metric benchmark
-(:mod:`lodestar._bench`).
+(``lodestar._bench``).
 """
 
 from __future__ import annotations
