@@ -299,16 +299,16 @@ def _device_peak() -> int | None:
     return None if not stats else stats.get("peak_bytes_in_use")
 
 
-def device_peak_bytes(fn, args) -> tuple[int | None, bool]:
+def device_peak_bytes(fn, args) -> tuple[int | None, bool | None]:
     """``(allocator high-water mark after one call, whether this call raised it)``.
 
     The mark is process-wide and cannot be reset, so it belongs to this call
-    only when the call raised it. ``(None, False)`` on backends without
+    only when the call raised it. ``(None, None)`` on backends without
     allocator statistics (CPU).
     """
     before = _device_peak()
     if before is None:
-        return None, False
+        return None, None
     jax.block_until_ready(fn(*args))
     after = _device_peak()
     return after, after > before
@@ -775,7 +775,7 @@ def print_memory_table(rows, title: str) -> None:
         over_cell = _fmt_over(r["peak_bytes"], r["input_bytes"])
         flag = "!" if over is not None and over > MEMORY_TARGET else " "
         device = r.get("device_peak_bytes")
-        device_cell = _fmt_mb(device) + ("" if r.get("device_peak_raised_here", True) else "<")
+        device_cell = _fmt_mb(device) + ("<" if r.get("device_peak_raised_here") is False else "")
         print(
             f"{shape:>14} {r['metric']:24} {r['engine']:8} | {_fmt_mb(r['input_bytes']):>6} |"
             f" {_fmt_mb(r['peak_bytes']):>6} {over_cell:>4}{flag}"
