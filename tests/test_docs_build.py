@@ -30,7 +30,9 @@ NOT_PAGES = {"_build", "generated", "notebooks"}
 PAGES = sorted(
     path for path in DOCS.rglob("*.md") if not NOT_PAGES & set(path.relative_to(DOCS).parts)
 )
-PAGES_WITH_EXAMPLES = [path for path in PAGES if ">>>" in path.read_text()]
+PAGES_WITH_EXAMPLES = [
+    path for path in PAGES if doctest.DocTestParser().get_examples(path.read_text())
+]
 
 
 def test_the_getting_started_page_has_examples():
