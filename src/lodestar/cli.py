@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
       >>> from lodestar.cli import main
       >>> main(["evaluate", "--example", "-m", "P@2"])
       num_q                 	all	4
-      P@2                   	all	0.4375
+      P@2                   	all	0.4792
       0
     """
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -1,0 +1,386 @@
+"""``lodestar evaluate``: reading, conventions, measures, output, refusals.
+
+Every value is checked against ``tests/oracles.py``: the tie-averaged values
+against the mean over every tie-breaking order, and ``--ignore-ties`` against
+the explicit trec_eval order (score descending, then docno descending). The
+``--trec-eval`` definitions are checked against pytrec_eval in
+``tests/test_trec_eval_agreement.py``. Tolerance: 1e-12 absolute (float64).
+"""
+
+import gzip
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import oracles
+import pytest
+
+from lodestar import _trec
+from lodestar.cli import DEFAULT_MEASURES, _Progress, main
+
+TOLERANCE = 1e-12
+README = Path(__file__).resolve().parents[1] / "README.md"
+DATA = Path(__file__).resolve().parents[1] / "src" / "lodestar" / "data"
+
+
+def evaluate_json(capsys, *args):
+    assert main(["evaluate", *args, "--json", "--per-query"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# ---------------------------------------------------------------- the example
+
+
+def example_lists():
+    """The bundled example as {qid: (scores, labels, docnos)}, read independently."""
+    qrels = {}
+    for line in (DATA / "example.qrels").read_text().splitlines():
+        if line and not line.startswith("#"):
+            q, _, d, r = line.split()
+            qrels[(q, d)] = int(r)
+    lists = {}
+    for line in (DATA / "example.run").read_text().splitlines():
+        if line and not line.startswith("#"):
+            q, _, d, _, s, _ = line.split()
+            scores, labels, docnos = lists.setdefault(q, ([], [], []))
+            scores.append(float(s))
+            labels.append(qrels.get((q, d), 0))
+            docnos.append(d)
+    judged = {q for q, _ in qrels}
+    return {q: lists[q] for q in sorted(lists) if q in judged}
+
+
+def trec_eval_order(scores, docnos):
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], [-ord(c) for c in docnos[i]]))
+
+
+ORACLES = {
+    "ndcg@3": lambda y, o: oracles.ndcg_of_order(y, o, k=3),
+    "ndcg": oracles.ndcg_of_order,
+    "dcg@2": lambda y, o: oracles.dcg_of_order(y, o, k=2),
+    "mrr": lambda y, o: oracles.rr_of_order([r >= 1 for r in y], o),
+    "map": lambda y, o: oracles.ap_of_order([r >= 1 for r in y], o),
+    "P@2": lambda y, o: oracles.precision_of_order([r >= 1 for r in y], o, k=2),
+    "recall@2": lambda y, o: oracles.recall_of_order([r >= 1 for r in y], o, k=2),
+    "hits@1": lambda y, o: oracles.hits_of_order([r >= 1 for r in y], o, k=1),
+    "err@3": lambda y, o: oracles.err_of_order(y, o, k=3, max_label=3),
+}
+
+
+def test_every_measure_matches_the_oracles_with_and_without_ties(capsys):
+    averaged = evaluate_json(capsys, "--example", "-m", *ORACLES)
+    ordered = evaluate_json(capsys, "--example", "-m", *ORACLES, "--ignore-ties")
+    lists = example_lists()
+    assert list(averaged["per_query"]) == list(lists) == ["q1", "q2", "q3", "q4"]
+    for qid, (scores, labels, docnos) in lists.items():
+        order = trec_eval_order(scores, docnos)
+        for name, metric in ORACLES.items():
+            expected = oracles.tie_average(metric, scores, labels)
+            assert abs(averaged["per_query"][qid][name] - expected) <= TOLERANCE, (qid, name)
+            expected = metric(labels, order)
+            assert abs(ordered["per_query"][qid][name] - expected) <= TOLERANCE, (qid, name)
+    for name in ORACLES:
+        values = [averaged["per_query"][q][name] for q in lists]
+        assert averaged["mean"][name] == pytest.approx(np.mean(values), abs=TOLERANCE)
+
+
+def test_ties_change_the_example(capsys):
+    # The example's scores are quantised: averaging and trec_eval's docno order
+    # disagree on it, which is the point of the default.
+    averaged = evaluate_json(capsys, "--example", "-m", "ndcg", "mrr")["mean"]
+    ordered = evaluate_json(capsys, "--example", "-m", "ndcg", "mrr", "--ignore-ties")["mean"]
+    assert averaged["ndcg"] > ordered["ndcg"] + 0.05
+    assert averaged["mrr"] > ordered["mrr"] + 0.01
+
+
+def test_readme_shows_the_example_output(capsys):
+    text = README.read_text()
+    blocks = re.findall(r"```console\n\$ lodestar evaluate (.*?)\n(.*?)```", text, re.S)
+    assert len(blocks) >= 2
+    for args, shown in blocks:
+        assert main(["evaluate", *args.split()]) == 0
+        assert capsys.readouterr().out == shown
+
+
+# ---------------------------------------------------------------- conventions
+
+
+QRELS = """\
+a 0 d1 1
+a 0 d2 0
+b 0 d3 0
+c 0 d4 2
+"""
+RUN = """\
+a Q0 d1 2 0.2 t
+a Q0 d2 1 0.9 t
+b Q0 d3 1 0.5 t
+x Q0 d9 1 0.5 t
+"""
+
+
+def test_queries_in_both_files_only_and_complete(tmp_path, capsys):
+    qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN)
+    both = evaluate_json(capsys, qrels, run, "-m", "mrr")
+    # Ranked by score, not by the rank column: d1 is second. b has no
+    # relevant document and counts 0; x has no qrels, c no run lines.
+    assert both["per_query"] == {"a": {"mrr": 0.5}, "b": {"mrr": 0.0}}
+    assert both["mean"]["mrr"] == 0.25
+    complete = evaluate_json(capsys, qrels, run, "-m", "mrr", "--complete")
+    assert complete["per_query"]["c"] == {"mrr": 0.0}
+    assert complete["mean"]["mrr"] == pytest.approx(0.5 / 3, abs=TOLERANCE)
+
+
+def test_dropped_queries_are_reported(tmp_path, capsys):
+    main(["evaluate", write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN), "-m", "mrr"])
+    err = capsys.readouterr().err
+    assert "1 run query without judgments not evaluated: 'x'" in err
+    assert "1 judged query missing from the run is not evaluated (see --complete): 'c'" in err
+
+
+def test_nothing_to_evaluate(tmp_path, capsys):
+    qrels = write(tmp_path, "q", "a 0 d1 1\n")
+    run = write(tmp_path, "r", "z Q0 d1 1 1.0 t\n")
+    assert main(["evaluate", qrels, run]) == 1
+    assert "nothing to evaluate" in capsys.readouterr().err
+    assert evaluate_json(capsys, qrels, run, "-c", "-m", "ndcg")["mean"] == {"ndcg": 0.0}
+
+
+def test_empty_run_file_with_complete(tmp_path, capsys):
+    qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", "")
+    result = evaluate_json(capsys, qrels, run, "-c", "-m", *DEFAULT_MEASURES)
+    assert result["num_q"] == 3
+    assert set(result["mean"].values()) == {0.0}
+
+
+def test_negative_relevance_refused_unless_trec_eval(tmp_path, capsys):
+    qrels = write(tmp_path, "q", "a 0 d1 1\na 0 d2 -2\n")
+    run = write(tmp_path, "r", "a Q0 d2 1 0.9 t\na Q0 d1 2 0.1 t\n")
+    assert main(["evaluate", qrels, run]) == 1
+    err = capsys.readouterr().err
+    assert f"{qrels}:2: relevance -2 is negative" in err and "--trec-eval" in err
+    assert evaluate_json(capsys, qrels, run, "--trec-eval", "-m", "mrr")["mean"] == {"mrr": 0.5}
+
+
+def test_trec_eval_definitions_differ_where_documented(tmp_path, capsys):
+    # d3 (relevant) is judged but not retrieved: trec_eval's ideal, AP and
+    # recall count it; lodestar's own definitions look at the list only.
+    qrels = write(tmp_path, "q", "a 0 d1 1\na 0 d2 0\na 0 d3 2\n")
+    run = write(tmp_path, "r", "a Q0 d1 1 0.9 t\na Q0 d2 2 0.5 t\n")
+    measures = ["-m", "ndcg", "map", "recall@5"]
+    ours = evaluate_json(capsys, qrels, run, *measures)["mean"]
+    theirs = evaluate_json(capsys, qrels, run, *measures, "--trec-eval")["mean"]
+    assert ours == {"ndcg": 1.0, "map": 1.0, "recall@5": 1.0}
+    ideal = 2 + 1 / np.log2(3)
+    assert theirs["ndcg"] == pytest.approx(1 / ideal, abs=TOLERANCE)
+    assert theirs["map"] == 0.5
+    assert theirs["recall@5"] == 0.5
+
+
+def test_relevance_level(tmp_path, capsys):
+    qrels = write(tmp_path, "q", "a 0 d1 1\na 0 d2 2\n")
+    run = write(tmp_path, "r", "a Q0 d1 1 0.9 t\na Q0 d2 2 0.5 t\n")
+    assert evaluate_json(capsys, qrels, run, "-m", "mrr", "-l", "2")["mean"] == {"mrr": 0.5}
+
+
+# ---------------------------------------------------------------- reading
+
+
+@pytest.mark.parametrize(
+    ("run", "line", "message"),
+    [
+        ("a Q0 d1 1 0.5\n", 1, "expected 6 fields (qid Q0 docno rank score tag), got 5 fields"),
+        ("# c\n\na Q0 d1 1 0.5 t x\n", 3, "expected 6 fields"),
+        ("a Q0 d1 1 0.5 t\na Q0 d2 2 abc t\n", 2, "expected a finite number as the score"),
+        ("a Q0 d1 1 nan t\n", 1, "got 'nan'"),
+        ("a Q0 d1 1 inf t\n", 1, "got 'inf'"),
+        ("a Q0 d1 1 1e999 t\n", 1, "got '1e999'"),
+        ("a Q0 d1 1 1_0 t\n", 1, "got '1_0'"),
+    ],
+)
+def test_malformed_run_lines(tmp_path, run, line, message):
+    path = write(tmp_path, "run.txt", run)
+    with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: ") + ".*" + re.escape(message)):
+        _trec.read_run(path)
+
+
+@pytest.mark.parametrize(
+    ("qrels", "line", "message"),
+    [
+        ("a 0 d1\n", 1, "expected 4 fields (qid iter docno rel), got 3 fields"),
+        ("a 0 d1 1\na 0 d2 1.5\n", 2, "expected an integer relevance (field 4), got '1.5'"),
+        ("a 0 d1 x\n", 1, "expected an integer relevance (field 4), got 'x'"),
+    ],
+)
+def test_malformed_qrels_lines(tmp_path, qrels, line, message):
+    path = write(tmp_path, "qrels.txt", qrels)
+    with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: {message}")):
+        _trec.read_qrels(path)
+
+
+def test_command_line_reports_malformed_input(tmp_path, capsys):
+    qrels = write(tmp_path, "q", QRELS)
+    run = write(tmp_path, "r", "a Q0 d1 1\n")
+    assert main(["evaluate", qrels, run]) == 1
+    assert f"error: {run}:1: expected 6 fields" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_duplicate_documents_refused(tmp_path, capsys, which):
+    qrels = "a 0 d1 1\nb 0 d1 1\n" + ("a 0 d1 0\n" if which == "qrels" else "")
+    run = "a Q0 d1 1 0.5 t\nb Q0 d1 1 0.5 t\n" + ("a Q0 d1 2 0.4 t\n" if which == "run" else "")
+    paths = {"qrels": write(tmp_path, "q", qrels), "run": write(tmp_path, "r", run)}
+    assert main(["evaluate", paths["qrels"], paths["run"]]) == 1
+    assert (
+        f"{paths[which]}:3: document 'd1' appears twice for query 'a' (first on line 1)"
+        in capsys.readouterr().err
+    )
+
+
+def test_comments_blank_lines_gzip_and_chunks(tmp_path, monkeypatch):
+    lines = [f"q{i % 7} Q0 doc{i} {i} {i / 3!r} tag" for i in range(300)]
+    text = "# header\n\n" + "\n".join(lines[:150]) + "\n   # indented comment\n"
+    text += "\t\n" + "\r\n".join(lines[150:])  # CRLF and no final newline
+    path = tmp_path / "run.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setattr(_trec, "_CHUNK_BYTES", 256)  # many chunks
+    run = _trec.read_run(path)
+    assert [d.decode() for d in run.docnos] == [f"doc{i}" for i in range(300)]
+    np.testing.assert_array_equal(run.values, np.arange(300) / 3)
+    expected_lines = [3 + i for i in range(150)] + [155 + i for i in range(150)]
+    np.testing.assert_array_equal(run.lines, expected_lines)
+    assert [run.query_ids[q].decode() for q in run.query] == [f"q{i % 7}" for i in range(300)]
+
+
+# ---------------------------------------------------------------- measures and batches
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("ndcg@10", "ndcg@10"),
+        ("ndcg_cut_10", "ndcg@10"),
+        ("ndcg_cut.10", "ndcg@10"),
+        ("P_5", "P@5"),
+        ("p@5", "P@5"),
+        ("recip_rank", "mrr"),
+        ("recall_100", "recall@100"),
+        ("map", "map"),
+        ("success_1", "hits@1"),
+        ("err@20", "err@20"),
+    ],
+)
+def test_measure_names(text, name):
+    assert _trec.parse_measure(text).name == name
+
+
+@pytest.mark.parametrize("text", ["ndgc", "ndcg@", "ndcg@x", "P@0", "@10"])
+def test_unknown_measures(text, capsys):
+    with pytest.raises(ValueError, match="cut-off"):
+        _trec.parse_measure(text)
+
+
+def test_missing_metric_function_is_reported(monkeypatch):
+    monkeypatch.setitem(_trec.METRIC_FUNCTIONS, "map", "no_such_function")
+    with pytest.raises(ValueError, match="lodestar.metrics.no_such_function"):
+        _trec.metric_function("map")
+
+
+def test_buckets_keep_long_lists_apart():
+    lengths = np.array([3] * 40 + [1000] + [20] * 5)
+    lists = _trec.Lists(np.concatenate(([0], np.cumsum(lengths))), None, None)
+    groups = _trec._buckets(lengths, 4096)
+    assert [(w, len(q)) for w, q in groups] == [(32, 45), (1024, 1)]
+    assert _trec.batch_count(lists, batch_items=4096) == 2
+    assert [(w, len(q)) for w, q in _trec._buckets(lengths, 1 << 20)] == [(1024, 46)]
+
+
+def test_results_do_not_depend_on_batching(tmp_path):
+    rng = np.random.default_rng(0)
+    qrels, run = [], []
+    for q in range(30):
+        for d in range(int(rng.integers(1, 80))):
+            run.append(f"q{q} Q0 d{d} 0 {rng.integers(0, 5) / 4} t\n")
+            if rng.random() < 0.5:
+                qrels.append(f"q{q} 0 d{d} {rng.integers(0, 3)}\n")
+    joined = _trec.join(
+        _trec.read_qrels(write(tmp_path, "q", "".join(qrels))),
+        _trec.read_run(write(tmp_path, "r", "".join(run))),
+    )
+    measures = [_trec.parse_measure(m) for m in ("ndcg@5", "map", "P@3")]
+    definitions = _trec.Definitions()
+    whole = _trec.evaluate(joined, measures, definitions)
+    steps = []
+    split = _trec.evaluate(joined, measures, definitions, batch_items=64, progress=steps.append)
+    assert len(steps) == _trec.batch_count(joined.retrieved, batch_items=64) > 5
+    for name in whole:
+        np.testing.assert_allclose(split[name], whole[name], rtol=0, atol=TOLERANCE)
+
+
+# ---------------------------------------------------------------- output and entry points
+
+
+def test_table_layout(capsys):
+    assert main(["evaluate", "--example", "-m", "mrr", "P@2", "-q"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "mrr                   \tq1\t0.8333"  # 2 of 3 tied are relevant
+    assert lines[-3] == "num_q                 \tall\t4"
+    assert [line.split("\t")[0].strip() for line in lines[-2:]] == ["mrr", "P@2"]
+    assert len(lines) == 4 * 2 + 3
+
+
+def test_usage_errors(capsys):
+    assert main(["evaluate"]) == 1
+    assert "give QRELS and RUN, or --example" in capsys.readouterr().err
+    assert main(["evaluate", "--example", "-m", "bogus"]) == 1
+    assert "unknown measure 'bogus'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["frobnicate"])
+    assert exit_info.value.code == 2
+
+
+def test_python_dash_m():
+    completed = subprocess.run(
+        [sys.executable, "-m", "lodestar", "evaluate", "--example", "-m", "P@2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert completed.stdout.splitlines()[-1].split("\t") == ["P@2".ljust(22), "all", "0.4792"]
+
+
+def test_progress_bar_only_when_wanted():
+    class Stream:
+        def __init__(self, tty):
+            self.tty, self.text = tty, ""
+
+        def isatty(self):
+            return self.tty
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    for mode, tty, drawn in [
+        ("always", False, True),
+        ("never", True, False),
+        ("auto", False, False),
+    ]:
+        stream = Stream(tty)
+        progress = _Progress(4, mode=mode, stream=stream)
+        progress(1)
+        progress(3)
+        progress.close()
+        assert ("4/4 batches" in stream.text) is drawn, mode
+        assert stream.text.endswith("\n") is drawn
