@@ -207,3 +207,19 @@ def test_ndcg_ideal_is_differentiable_in_labels_and_vmappable(n):
     np.testing.assert_allclose(grad[1, 2], numeric, rtol=1e-4, atol=1e-8)
     mapped = jax.vmap(lambda s, y: metrics.ndcg(s, y))(scores, labels)
     np.testing.assert_allclose(mapped, metrics.ndcg(scores, labels), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [10, 100, 400])
+def test_ndcg_ideal_orders_float64_gains_finer_than_float32(n):
+    # Gains 1e-9 apart: float32 (spacing 1.2e-7 near 1) cannot tell them apart,
+    # so an ideal ordered by a float32 key would put them in index order.
+    gains = 1.0 + rng.permutation(n) * 1e-9
+    scores = rng.permutation(n).astype(np.float64)
+    discounts = 1 / np.log2(np.arange(2, n + 2))
+    ideal = np.sort(gains)[::-1] @ discounts
+    index_order_ideal = gains @ discounts  # what a float32 key's stable sort gives
+    assert len(np.unique(gains.astype(np.float32))) < n
+    assert abs(index_order_ideal / ideal - 1) > 1e-11  # the check below can fail
+    expected = gains[np.argsort(-scores)] @ discounts / ideal
+    np.testing.assert_allclose(metrics.ndcg(scores, gains), expected, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(metrics.ndcg(gains, gains), 1.0, rtol=1e-15, atol=0)

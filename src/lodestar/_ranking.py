@@ -371,7 +371,12 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
     ``stop_gradient``; the indices carry no gradient anyway); elsewhere it is
     XLA's. Used for the ideal DCG, which only needs the gains in order.
     """
-    key = jnp.where(valid, -lax.stop_gradient(values).astype(jnp.float32), jnp.inf)
+    # The key keeps the values' own float dtype: a float32 key would merge
+    # float64 gains closer than float32 resolution and misorder them.
+    values = lax.stop_gradient(values)
+    if not jnp.issubdtype(values.dtype, jnp.floating):
+        values = values.astype(jnp.float32)
+    key = jnp.where(valid, -values, jnp.inf)
 
     def host(key):
         out = jax.ShapeDtypeStruct(key.shape, jnp.int32)
