@@ -246,13 +246,12 @@ def test_duplicate_documents_refused(tmp_path, capsys, which):
     )
 
 
-def test_comments_blank_lines_gzip_and_chunks(tmp_path, monkeypatch):
+def test_comments_blank_lines_and_gzip(tmp_path):
     lines = [f"q{i % 7} Q0 doc{i} {i} {i / 3!r} tag" for i in range(300)]
     text = "# header\n\n" + "\n".join(lines[:150]) + "\n   # indented comment\n"
     text += "\t\n" + "\r\n".join(lines[150:])  # CRLF and no final newline
     path = tmp_path / "run.gz"
     path.write_bytes(gzip.compress(text.encode()))
-    monkeypatch.setattr(_trec, "_CHUNK_BYTES", 256)  # many chunks
     run = _trec.read_run(path)
     assert [d.decode() for d in run.docnos] == [f"doc{i}" for i in range(300)]
     np.testing.assert_array_equal(run.values, np.arange(300) / 3)
