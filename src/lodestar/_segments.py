@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -91,9 +92,9 @@ def _overflow_message(caller, max_segment_size):
 def _concrete_sizes(segments, where, max_segments, max_segment_size, *, caller):
     """Check concrete ids on the host; ``(S, L)`` with the defaults filled in."""
     ids = np.asarray(segments)
-    n = ids.shape[-1]
-    ids = ids.reshape(-1, n)
-    real = np.ones(ids.shape, bool) if where is None else np.asarray(where).reshape(-1, n)
+    shape = (math.prod(ids.shape[:-1]), ids.shape[-1])
+    ids = ids.reshape(shape)
+    real = np.ones(shape, bool) if where is None else np.asarray(where).reshape(shape)
     real_ids = ids[real]
     if real_ids.size and real_ids.min() < 0:
         raise ValueError(f"{caller} expects non-negative segment ids; got {real_ids.min()}.")
@@ -112,7 +113,7 @@ def _concrete_sizes(segments, where, max_segments, max_segment_size, *, caller):
         raise ValueError(
             _overflow_message(caller, max_segment_size) + f" The longest has {longest} items."
         )
-    return max_segments, min(max_segment_size, n)
+    return max_segments, min(max_segment_size, shape[1])
 
 
 def _stable_order(key: jax.Array) -> jax.Array:

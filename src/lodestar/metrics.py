@@ -738,7 +738,10 @@ def precision(
     k: int | None = None,
     ignore_ties: bool = False,
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Precision at ``k``: the share of the first ``k`` positions holding a relevant item.
 
     Any non-zero label is relevant. The denominator is ``k`` itself, even when
@@ -764,6 +767,13 @@ def precision(
       ignore_ties: Rank tied scores by descending index instead of averaging
         over their orders.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` precision of each list, in [0, 1]. 0 for a list with no real
@@ -810,6 +820,9 @@ def precision(
         k,
         ignore_ties,
         caller="precision",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
         nonnegative_labels=True,
         cutoff=None if k is None else float(k),
     )
@@ -822,7 +835,10 @@ def recall(
     k: int | None = None,
     ignore_ties: bool = False,
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Recall at ``k``: the share of the list's relevant items within the first ``k``.
 
     Any non-zero label is relevant. The denominator :math:`R` is the number of
@@ -844,6 +860,13 @@ def recall(
       ignore_ties: Rank tied scores by descending index instead of averaging
         over their orders.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` recall of each list, in [0, 1]. A list with no relevant item
@@ -884,6 +907,9 @@ def recall(
         k,
         ignore_ties,
         caller="recall",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
         nonnegative_labels=True,
     )
 
@@ -895,7 +921,10 @@ def hits(
     k: int | None = None,
     ignore_ties: bool = False,
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Hits at ``k``: 1 if a relevant item is among the first ``k``, else 0, expected over ties.
 
     Any non-zero label is relevant. Under tied scores the value is the
@@ -919,6 +948,13 @@ def hits(
       ignore_ties: Rank tied scores by descending index instead of averaging
         over their orders.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` hits of each list, in [0, 1]; exactly 0 or 1 without ties. A
@@ -951,7 +987,17 @@ def hits(
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     return _evaluate(
-        hits_kernel, scores, labels, where, k, ignore_ties, caller="hits", nonnegative_labels=True
+        hits_kernel,
+        scores,
+        labels,
+        where,
+        k,
+        ignore_ties,
+        caller="hits",
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
     )
 
 
@@ -962,7 +1008,10 @@ def average_precision(
     k: int | None = None,
     ignore_ties: bool = False,
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Average precision at ``k``, expected over tied scores; the mean over lists is MAP.
 
     Any non-zero label is relevant. Without ties,
@@ -1006,6 +1055,13 @@ def average_precision(
       ignore_ties: Rank tied scores by descending index instead of averaging
         over their orders.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` average precision of each list, in [0, 1]. A list with no
@@ -1051,6 +1107,9 @@ def average_precision(
         k,
         ignore_ties,
         caller="average_precision",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
         nonnegative_labels=True,
     )
 
@@ -1063,7 +1122,10 @@ def err(
     k: int | None = None,
     ignore_ties: bool = False,
     where: Bool[Array, "*batch n"] | None = None,
-) -> Float[Array, "*batch"]:
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
     r"""Expected reciprocal rank (Chapelle et al., 2009), averaged over tied scores.
 
     A user reads down the list and stops at an item of grade :math:`g` with
@@ -1105,6 +1167,13 @@ def err(
       ignore_ties: Rank tied scores by descending index instead of averaging
         over their orders.
       where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` ERR of each list, in [0, 1). 0 for a list with no item of
@@ -1156,6 +1225,9 @@ def err(
         k,
         ignore_ties,
         caller="err",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
         nonnegative_labels=True,
         max_label=max_label,
     )
