@@ -277,8 +277,10 @@ def check_labels_at_most(
     """
     message = f"Input labels contains a value greater than {name}={bound!r} in {caller}."
     valid = jnp.ones(labels.shape, bool) if where is None else where
-    exceeded = jnp.any(valid & (labels > bound))
-    if _is_concrete(labels, where):
+    # Infinity is left to check_values, whose message names it.
+    exceeded = jnp.any(valid & jnp.isfinite(labels) & (labels > bound))
+    # Concrete inputs inside someone else's trace still give a traced flag.
+    if _is_concrete(exceeded):
         if bool(exceeded):
             raise ValueError(message)
     else:
