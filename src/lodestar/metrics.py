@@ -800,7 +800,8 @@ def precision(
 
     Remarks:
       Rax and TF-Ranking divide by ``min(k, number of real items)`` instead, so
-      a short list can reach 1; multiply by ``min(k, n_real) / k`` to convert.
+      a short list can reach 1 there; their value is lodestar's times
+      ``k / min(k, n_real)``.
       Precision at a fixed ``k`` averages poorly over queries with very
       different numbers of relevant items; :func:`recall` and
       :func:`average_precision` normalise by that number.
