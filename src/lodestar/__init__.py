@@ -2,8 +2,9 @@
 
 The public surface:
 
-* :mod:`lodestar.metrics`: exact DCG, NDCG and reciprocal rank, one value per
-  list, averaged over tied scores; jit-, vmap- and backend-agnostic.
+* :mod:`lodestar.metrics`: exact DCG, NDCG, reciprocal rank, precision,
+  recall, hits, average precision and ERR, one value per list, averaged over
+  tied scores; jit-, vmap- and backend-agnostic.
 * :mod:`lodestar.sklearn`: drop-ins for scikit-learn's ``dcg_score`` and
   ``ndcg_score``, plus ``reciprocal_rank_score``.
 * :mod:`lodestar.smooth`: differentiable soft ranks (sigmoid, NeuralSort,
