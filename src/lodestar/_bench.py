@@ -706,7 +706,10 @@ class Bench:
 
 
 def _fmt_mb(value) -> str:
-    return "-" if value is None else f"{value / MB:.3g}"
+    if value is None:
+        return "-"
+    mb = value / MB
+    return f"{mb:.0f}" if mb >= 100 else f"{mb:.3g}"
 
 
 def _fmt_over(peak, input_bytes) -> str:
@@ -753,9 +756,9 @@ def print_time_table(results, cpu: bool) -> None:
 def print_memory_table(rows, title: str) -> None:
     """Peak memory per (shape, metric), lodestar against the sort and Rax."""
     head = (
-        f"{'shape':>14} {'metric':24} {'engine':8} | {'input':>6} | {'peak':>6} {'x in':>5}"
-        f" {'temp':>6} {'host':>5} {'engine':>6} | {'sort':>6} {'rax':>6} {'x in':>5}"
-        f" | {'device':>6}"
+        f"{'shape':>14} {'metric':24} {'engine':8} | {'input':>6} | {'peak':>7} {'x in':>6}"
+        f" {'temp':>7} {'host':>7} {'engine':>7} | {'sort':>6} {'rax':>8} {'x in':>7}"
+        f" | {'device':>7}"
     )
     print()
     print(title)
@@ -772,18 +775,17 @@ def print_memory_table(rows, title: str) -> None:
     print("-" * len(head))
     for shape, r in rows_by_shape(rows, "-" * len(head)):
         over = r["peak_over_input"]
-        over_cell = _fmt_over(r["peak_bytes"], r["input_bytes"])
         flag = "!" if over is not None and over > MEMORY_TARGET else " "
         device = r.get("device_peak_bytes")
         device_cell = _fmt_mb(device) + ("<" if r.get("device_peak_raised_here") is False else "")
         print(
             f"{shape:>14} {r['metric']:24} {r['engine']:8} | {_fmt_mb(r['input_bytes']):>6} |"
-            f" {_fmt_mb(r['peak_bytes']):>6} {over_cell:>4}{flag}"
-            f" {_fmt_mb(r.get('temp_bytes')):>6} {_fmt_mb(r.get('host_peak_bytes')):>5}"
-            f" {_fmt_mb(r['engine_peak_bytes']):>6} |"
-            f" {_fmt_mb(r['sort_peak_bytes']):>6} {_fmt_mb(r['rax_peak_bytes']):>6}"
-            f" {_fmt_over(r['rax_peak_bytes'], r['input_bytes']):>5} |"
-            f" {'-' if device is None else device_cell:>6}"
+            f" {_fmt_mb(r['peak_bytes']):>7} {_fmt_over(r['peak_bytes'], r['input_bytes']):>5}"
+            f"{flag} {_fmt_mb(r.get('temp_bytes')):>7} {_fmt_mb(r.get('host_peak_bytes')):>7}"
+            f" {_fmt_mb(r['engine_peak_bytes']):>7} |"
+            f" {_fmt_mb(r['sort_peak_bytes']):>6} {_fmt_mb(r['rax_peak_bytes']):>8}"
+            f" {_fmt_over(r['rax_peak_bytes'], r['input_bytes']):>7} |"
+            f" {'-' if device is None else device_cell:>7}"
         )
     if any(r.get("device_peak_raised_here") is False for r in rows):
         print("'<': that row did not raise the process's high-water mark; its peak is below it.")
