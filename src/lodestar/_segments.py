@@ -176,7 +176,9 @@ def _compact(scores, labels, where, segments, *, max_segments, max_segment_size)
         flat = item.reshape(*item.shape[:-2], -1)
         return jnp.take_along_axis(x, flat, axis=-1, mode="fill", fill_value=0).reshape(item.shape)
 
-    return gather(scores), gather(labels), item < n, item, broken
+    # The barrier keeps XLA from fusing the gathers into the kernel's pairwise
+    # slices, which would redo them once per slice.
+    return lax.optimization_barrier((gather(scores), gather(labels), item < n, item, broken))
 
 
 @functools.partial(jax.jit, static_argnames=("n",))
