@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import inspect
 import json
 import os
@@ -124,18 +125,31 @@ def install_jax_util_shim() -> bool:
     return True
 
 
-def import_rax(disabled: bool):
-    """``(rax module, None)``, or ``(None, reason)`` when disabled or not importable."""
-    if disabled:
-        return None, "disabled (--no-rax)"
-    install_jax_util_shim()
+def optional_import(name: str, disabled_by: str | None = None):
+    """``(module, None)``, or ``(None, reason)`` when disabled or not importable.
+
+    Args:
+      name: The module to import.
+      disabled_by: The option that disabled it (then nothing is imported), or None.
+    """
+    if disabled_by:
+        return None, f"disabled ({disabled_by})"
     try:
-        import rax
+        # The package first: a submodule already imported would otherwise be
+        # returned even where its package is blocked or gone.
+        importlib.import_module(name.partition(".")[0])
+        return importlib.import_module(name), None
     except ImportError:
         return None, "not installed"
     except Exception as error:  # noqa: BLE001 - any import failure is reported
         return None, f"import failed: {type(error).__name__}: {error}"
-    return rax, None
+
+
+def import_rax(disabled: bool):
+    """``(rax module, None)``, or ``(None, reason)``; installs the shim first."""
+    if not disabled:
+        install_jax_util_shim()
+    return optional_import("rax", "--no-rax" if disabled else None)
 
 
 def machine_info(extra_versions=(), **extra) -> dict:
@@ -475,15 +489,10 @@ def rax_fn(rax, name: str, k: int | None):
 
 def load_sklearn(disabled: bool):
     """``(sklearn.metrics module or None, status)``."""
-    if disabled:
-        return None, "disabled (--no-sklearn)"
-    try:
-        from sklearn import metrics as sklearn_metrics
-    except ImportError:
-        return None, "not installed"
-    except Exception as error:  # noqa: BLE001 - any import failure is reported
-        return None, f"import failed: {type(error).__name__}: {error}"
-    return sklearn_metrics, version("scikit-learn")
+    sklearn_metrics, failure = optional_import(
+        "sklearn.metrics", "--no-sklearn" if disabled else None
+    )
+    return sklearn_metrics, failure or version("scikit-learn")
 
 
 def sklearn_fn(sklearn_metrics, name: str, k: int | None):
