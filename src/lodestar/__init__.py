@@ -11,6 +11,8 @@ The public surface:
   SoftSort, permutahedron) and smooth DCG, NDCG and reciprocal rank.
 * :mod:`lodestar.losses`: learning-to-rank losses (softmax, ListMLE, RankNet,
   LambdaLoss, ApproxNDCG, NeuralNDCG).
+* :mod:`lodestar.streaming`: mergeable accumulators for evaluating a stream
+  of batches, under ``jit``, ``lax.scan`` and ``shard_map``.
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 """
@@ -20,6 +22,7 @@ from lodestar import losses as losses
 from lodestar import metrics as metrics
 from lodestar import sklearn as sklearn
 from lodestar import smooth as smooth
+from lodestar import streaming as streaming
 from lodestar._validation import InvalidParameterError as InvalidParameterError
 
 __version__ = "0.1.0.dev0"
@@ -31,4 +34,5 @@ __all__ = [
     "metrics",
     "sklearn",
     "smooth",
+    "streaming",
 ]
