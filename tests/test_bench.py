@@ -65,6 +65,7 @@ def test_every_metric_timed_against_the_sort_with_its_memory(tmp_path, capsys):
     assert report["memory_only"] == []
     assert report["machine"]["jax_backend"] == jax.default_backend()
     assert report["mismatches"] == [] and report["failures"] == []
+    assert report["interrupted"] is False
     for heading in ("lo/sort", "lo/sk", "lo/rax", "Peak memory of the timed shapes"):
         assert heading in out
     assert "rax: disabled (--no-rax)" in out
@@ -128,6 +129,24 @@ def test_a_disagreement_with_sklearn_fails_the_run(tmp_path, capsys, monkeypatch
     assert "MISMATCH" in out
     (problem,) = report["mismatches"]
     assert problem.startswith("12x6 ndcg@10: worst per-list difference 0.001")
+
+
+def test_an_interrupt_keeps_the_finished_shapes(tmp_path, capsys, monkeypatch):
+    finish = _bench.Bench.timed_shape
+
+    def interrupted_at_the_second_shape(bench, batch, n):
+        if bench.results:
+            raise KeyboardInterrupt  # what timeout -s INT delivers
+        finish(bench, batch, n)
+
+    monkeypatch.setattr(_bench.Bench, "timed_shape", interrupted_at_the_second_shape)
+    status, out, report = run_bench(
+        tmp_path, capsys, *("--shapes", "12x6", "9x5", "--metrics", "ndcg", "--no-rax")
+    )
+    assert status == 1
+    assert report["interrupted"] is True
+    assert [(r["batch"], r["n"]) for r in report["results"]] == [(12, 6)]
+    assert "INTERRUPTED" in out
 
 
 @pytest.mark.parametrize(

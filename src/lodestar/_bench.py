@@ -824,7 +824,7 @@ def target_lines(results, memory_only, k: int) -> list[str]:
 
 
 def main(argv=None) -> int:
-    """Run the benchmark; the exit status is 1 on a disagreement or a failure."""
+    """Run the benchmark; the exit status is 1 on a disagreement, a failure or an interrupt."""
     parser = base_parser(
         "Time lodestar's exact metrics against one jnp.sort, scikit-learn and Rax, and"
         " report their peak memory.",
@@ -884,10 +884,15 @@ def main(argv=None) -> int:
     warm_up_process(0.2 if args.quick else 1.0)
     wall = time.perf_counter()
     bench = Bench(rows, args.k, reps, rax, sklearn_metrics, 20 if args.quick else 200, args.seed)
-    for batch, n in shapes:
-        bench.timed_shape(batch, n)
-    for batch, n in memory_shapes:
-        bench.memory_shape(batch, n)
+    interrupted = False
+    try:
+        for batch, n in shapes:
+            bench.timed_shape(batch, n)
+        for batch, n in memory_shapes:
+            bench.memory_shape(batch, n)
+    except KeyboardInterrupt:
+        # A time limit (``timeout -s INT``) or Ctrl-C: keep what is finished.
+        interrupted = True
     wall = time.perf_counter() - wall
 
     print_time_table(bench.results, bench.cpu)
@@ -936,6 +941,9 @@ def main(argv=None) -> int:
         memory_only=bench.memory_only,
         mismatches=bench.mismatches,
         failures=bench.failures,
+        interrupted=interrupted,
         wall_s=wall,
     )
-    return 1 if bench.mismatches or bench.failures else 0
+    if interrupted:
+        print("INTERRUPTED: the tables and the JSON hold the shapes finished before it.")
+    return 1 if bench.mismatches or bench.failures or interrupted else 0
