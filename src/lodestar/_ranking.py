@@ -164,12 +164,9 @@ def tie_blocks(
     if method == "host":
         return _host(scores, valid, ignore_ties)
     if method == "sort_or_host":
-        return lax.platform_dependent(
-            scores,
-            valid,
-            cpu=lambda s, v: _host(s, v, ignore_ties),
-            default=lambda s, v: _xla_sort(s, v, ignore_ties),
-        )
+        if _host_sort_applies():
+            return _host(scores, valid, ignore_ties)
+        return _xla_sort(scores, valid, ignore_ties)
     raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
 
 
@@ -270,7 +267,9 @@ def _descending_key(scores):
 def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
     n = scores.shape[-1]
     axis = scores.ndim - 1
-    index = lax.broadcasted_iota(jnp.int32, scores.shape, axis)
+    index = lax.broadcasted_iota(
+        jnp.int32, scores.shape, axis, out_sharding=jax.typeof(scores).sharding
+    )
     padding_last = jnp.logical_not(valid).astype(jnp.int8)
     keys = [padding_last, _descending_key(scores)]
     if ignore_ties:
@@ -285,8 +284,9 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
         same = (sorted_scores[..., 1:] == sorted_scores[..., :-1]) & (
             sorted_padding[..., 1:] == sorted_padding[..., :-1]
         )
-        first = jnp.concatenate([jnp.ones(same.shape[:-1] + (1,), bool), ~same], axis=-1)
-        last = jnp.concatenate([~same, jnp.ones(same.shape[:-1] + (1,), bool)], axis=-1)
+        edge = jnp.ones_like(same[..., :1])  # sharded like the lists
+        first = jnp.concatenate([edge, ~same], axis=-1)
+        last = jnp.concatenate([~same, edge], axis=-1)
         start = lax.cummax(jnp.where(first, position, 0), axis=axis)
         end = lax.cummin(jnp.where(last, position + 1, n), axis=axis, reverse=True)
         above_sorted, tied_sorted = start, end - start
@@ -301,7 +301,7 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
 
 
 def _host(scores, valid, ignore_ties) -> TieBlocks:
-    out = jax.ShapeDtypeStruct(scores.shape, jnp.int32)
+    out = _callback_result(scores, jnp.int32)
     above, tied = jax.pure_callback(
         lambda s, v: host_tie_blocks(np.asarray(s), np.asarray(v), ignore_ties),
         (out, out),
@@ -310,6 +310,30 @@ def _host(scores, valid, ignore_ties) -> TieBlocks:
         vmap_method="broadcast_all",
     )
     return TieBlocks(above, tied)
+
+
+def _callback_result(like: jax.Array, dtype) -> jax.Array:
+    """A host callback's result type: ``like``'s shape, sharding and manual axes."""
+    return jax.typeof(like).update(dtype=jnp.dtype(dtype), weak_type=False)
+
+
+def _host_sort_applies() -> bool:
+    """Whether to rank through NumPy's sort on the host (decisions 0004 and 0010).
+
+    On CPU NumPy's sort is far faster than XLA's. The callback is safe where it
+    runs once per device on that device's own lists: with a single device, or
+    inside a ``shard_map`` whose every mesh axis is manual. In a program that
+    XLA partitions over several devices it would run on one device inside a
+    conditional, which deadlocks on CPU; there XLA's sort is used, and the
+    partitioner runs it on every shard. Decided at trace time: both methods
+    give identical counts on every backend, so only speed depends on it.
+    """
+    if jax.default_backend() != "cpu":
+        return False
+    if jax.device_count() == 1:
+        return True
+    mesh = jax.sharding.get_abstract_mesh()
+    return not mesh.empty and mesh.are_all_axes_manual
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
@@ -367,9 +391,10 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
     """Indices that order each list's real values descending, padding last.
 
     The order among equal values is unspecified. On CPU this is NumPy's
-    argsort behind :func:`jax.pure_callback` (values pass through
-    ``stop_gradient``; the indices carry no gradient anyway); elsewhere it is
-    XLA's. Used for the ideal DCG, which only needs the gains in order.
+    argsort behind :func:`jax.pure_callback` where ``_host_sort_applies``
+    (values pass through ``stop_gradient``; the indices carry no gradient
+    anyway); elsewhere it is XLA's. Used for the ideal DCG, which only needs
+    the gains in order.
     """
     # The key keeps the values' own float dtype: a float32 key would merge
     # float64 gains closer than float32 resolution and misorder them.
@@ -378,17 +403,13 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
         values = values.astype(jnp.float32)
     key = jnp.where(valid, -values, jnp.inf)
 
-    def host(key):
-        out = jax.ShapeDtypeStruct(key.shape, jnp.int32)
-        return jax.pure_callback(
-            lambda k: np.argsort(np.asarray(k), axis=-1).astype(np.int32),
-            out,
-            key,
-            vmap_method="broadcast_all",
-        )
-
-    return lax.platform_dependent(
-        key, cpu=host, default=lambda k: jnp.argsort(k, axis=-1).astype(jnp.int32)
+    if not _host_sort_applies():
+        return jnp.argsort(key, axis=-1).astype(jnp.int32)
+    return jax.pure_callback(
+        lambda k: np.argsort(np.asarray(k), axis=-1).astype(np.int32),
+        _callback_result(key, jnp.int32),
+        key,
+        vmap_method="broadcast_all",
     )
 
 
@@ -398,6 +419,15 @@ def _mask_padding(blocks: TieBlocks, valid) -> TieBlocks:
         jnp.where(valid, blocks.above, n).astype(jnp.int32),
         jnp.where(valid, blocks.tied, 1).astype(jnp.int32),
     )
+
+
+def at_positions(table: jax.Array, positions: jax.Array) -> jax.Array:
+    """``table[positions]`` for a per-position table and per-item positions.
+
+    The result is sharded like ``positions``: for explicitly sharded lists JAX
+    cannot infer the sharding of a gather from a replicated table.
+    """
+    return table.at[positions].get(out_sharding=jax.typeof(positions).sharding)
 
 
 def block_mean(cumulative_table: jax.Array, blocks: TieBlocks) -> jax.Array:
@@ -413,7 +443,7 @@ def block_mean(cumulative_table: jax.Array, blocks: TieBlocks) -> jax.Array:
     n = cumulative_table.shape[0] - 1
     start = jnp.minimum(blocks.above, n)
     stop = jnp.minimum(blocks.above + blocks.tied, n)
-    span = cumulative_table[stop] - cumulative_table[start]
+    span = at_positions(cumulative_table, stop) - at_positions(cumulative_table, start)
     return span / blocks.tied.astype(span.dtype)
 
 

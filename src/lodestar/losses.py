@@ -282,7 +282,7 @@ def _item_discounts(s, valid, k):
     blocks = _ranking.tie_blocks(s, valid, ignore_ties=True)
     position = jnp.minimum(blocks.above, n - 1)
     per_position = jnp.diff(_gains.discount_table(n, k=k, log_base=2.0, dtype=s.dtype))
-    discount = jnp.where(valid, per_position[position], 0)
+    discount = jnp.where(valid, _ranking.at_positions(per_position, position), 0)
     return (position + 1).astype(s.dtype), discount
 
 
