@@ -15,7 +15,9 @@ times (median of ``--reps`` calls after a compiling call, each waited for with
 
 * every public function of :mod:`lodestar.metrics` that takes a cut-off, jitted
   and per list, at ``k`` (row ``<metric>@10`` by default) and on the full list
-  (row ``<metric>``); tie-averaged, as by default;
+  (row ``<metric>``); tie-averaged, as by default. Options a metric requires
+  come from :data:`REQUIRED_OPTIONS` (``err``'s ``max_label`` is 4); a metric
+  that fails to run is reported and the exit status is 1;
 * **the floor**: one jitted ``jnp.sort(scores, axis=-1)`` of the same batch.
   Any exact metric over a full list must at least order each list, so
   ``lo/sort``, the metric's time over this sort's, says what the metric costs
