@@ -223,3 +223,11 @@ def test_ndcg_ideal_orders_float64_gains_finer_than_float32(n):
     expected = gains[np.argsort(-scores)] @ discounts / ideal
     np.testing.assert_allclose(metrics.ndcg(scores, gains), expected, rtol=1e-13, atol=0)
     np.testing.assert_allclose(metrics.ndcg(gains, gains), 1.0, rtol=1e-15, atol=0)
+
+
+def test_exp2_gain_is_exact_for_integer_grades_in_float64():
+    # XLA's float64 exp2 misses 2**3, 2**4 and others by an ulp or more. A
+    # one-item list's DCG is its gain times the first discount, exactly 1.
+    labels = np.arange(-5.0, 40.0)[:, None]
+    got = metrics.dcg(np.zeros_like(labels), labels, gain="exp2")
+    np.testing.assert_array_equal(got, 2.0 ** labels[:, 0] - 1)
