@@ -28,6 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jax.experimental import checkify
 
+import lodestar
 from lodestar import InvalidParameterError, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
@@ -471,8 +472,12 @@ def test_err_refuses_labels_above_max_label_eagerly_and_through_checkify():
     # Padding is never inspected.
     assert np.isfinite(metrics.err(S, L, max_label=1.5, where=jnp.array([[True, True, False]])))
     checked = jax.jit(checkify.checkify(lambda s, y: metrics.err(s, y, max_label=1.5)))
-    error, _ = checked(S, L)
+    with lodestar.value_checks_under_jit():
+        error, _ = checked(S, L)
+        ok, _ = checked(S, L.at[0, 2].set(1.5))
     with pytest.raises(checkify.JaxRuntimeError, match=re.escape(message)):
         error.throw()
-    ok, _ = checked(S, L.at[0, 2].set(1.5))
     assert ok.get() is None
+    # Outside the switch the list gives NaN instead.
+    error, value = checked(S, L)
+    assert error.get() is None and np.isnan(value).all()

@@ -6,12 +6,15 @@ at most 50 positions); bfloat16/float16 inputs are ranked in float32 and
 compared with float32 results at ``rtol=1e-6``.
 """
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.experimental import checkify
 
+import lodestar
 from lodestar import metrics
 
 METRICS = {
@@ -137,36 +140,83 @@ def test_nan_score_under_jit_gives_nan_for_that_list_only(name, n):
     np.testing.assert_allclose(got[[0, 2]], metric(scores[[0, 2]], labels[[0, 2]], k=3), rtol=1e-12)
 
 
-@pytest.mark.parametrize(
-    "call, message",
-    [
-        (lambda s, y: metrics.dcg(s.at[0, 1].set(jnp.nan), y), "Input scores contains NaN."),
-        (
-            lambda s, y: metrics.ndcg(s, y.at[1, 2].set(jnp.inf), k=2),
-            "Input labels contains infinity or a value too large for dtype('float64').",
-        ),
-        (lambda s, y: metrics.ndcg(s, -y), "ndcg should not be used on negative labels."),
-        (
-            lambda s, y: metrics.reciprocal_rank(s.at[0, 0].set(-jnp.inf), y),
-            "Input scores contains infinity or a value too large for dtype('float64').",
-        ),
-    ],
-)
+VALUE_CHECK_CASES = [
+    (lambda s, y: metrics.dcg(s.at[0, 1].set(jnp.nan), y), "Input scores contains NaN."),
+    (
+        lambda s, y: metrics.ndcg(s, y.at[1, 2].set(jnp.inf), k=2),
+        "Input labels contains infinity or a value too large for dtype('float64').",
+    ),
+    (lambda s, y: metrics.ndcg(s, -y), "ndcg should not be used on negative labels."),
+    (
+        lambda s, y: metrics.reciprocal_rank(s, y.at[2, 0].set(jnp.nan)),
+        "Input labels contains NaN.",
+    ),
+    (
+        lambda s, y: metrics.reciprocal_rank(s.at[0, 0].set(-jnp.inf), y),
+        "Input scores contains infinity or a value too large for dtype('float64').",
+    ),
+]
+
+
+@pytest.mark.parametrize("call, message", VALUE_CHECK_CASES)
 def test_value_checks_are_reachable_through_checkify_under_jit(call, message):
     scores = jnp.asarray(SCORES[0])
     labels = jnp.asarray(LABELS[0]) + 1
     checked = jax.jit(checkify.checkify(call))
-    error, _ = checked(scores, labels)
+    with lodestar.value_checks_under_jit():
+        error, _ = checked(scores, labels)
+        ok, value = jax.jit(checkify.checkify(lambda s, y: metrics.ndcg(s, y)))(scores, labels)
     assert message in str(error.get())
-    with pytest.raises(
-        checkify.JaxRuntimeError,
-        match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\."),
-    ):
+    with pytest.raises(checkify.JaxRuntimeError, match=re.escape(message)):
         error.throw()
     # Valid inputs pass the same checks.
-    ok, value = jax.jit(checkify.checkify(lambda s, y: metrics.ndcg(s, y)))(scores, labels)
     assert ok.get() is None
     assert np.all(np.isfinite(value))
+
+
+@pytest.mark.parametrize(
+    "case, poisoned_rows",
+    [(0, [0]), (1, [1]), (2, [0, 1, 2]), (3, [2]), (4, [])],
+    ids=["nan-score", "inf-label", "negative-labels", "nan-label", "inf-score-ranks"],
+)
+def test_without_value_checks_under_jit_bad_lists_give_nan(case, poisoned_rows):
+    call = VALUE_CHECK_CASES[case][0]
+    scores = jnp.asarray(SCORES[0])
+    labels = jnp.asarray(LABELS[0]) + 1
+    # The same jitted function, traced inside the context and then outside it:
+    # the switch is part of the jit cache key, so no stale trace is reused.
+    checked = jax.jit(checkify.checkify(call))
+    with lodestar.value_checks_under_jit():
+        assert checked(scores, labels)[0].get() is not None
+    error, value = checked(scores, labels)
+    assert error.get() is None
+    value = np.asarray(value)
+    assert np.isnan(value[poisoned_rows]).all()
+    # An infinite score still ranks (first or last), so it gives a number.
+    clean = [row for row in range(3) if row not in poisoned_rows]
+    assert np.isfinite(value[clean]).all()
+
+
+def test_value_checks_under_jit_are_off_by_default_and_cost_no_effect():
+    traced = jax.make_jaxpr(lambda s, y: metrics.ndcg(s, y))(SCORES[0], LABELS[0])
+    assert not traced.effects
+    with lodestar.value_checks_under_jit():
+        checked = jax.make_jaxpr(lambda s, y: metrics.ndcg(s, y))(SCORES[0], LABELS[0])
+    assert checked.effects
+
+
+def test_arrays_closed_over_by_a_jitted_function_are_traced_values():
+    # jnp.asarray of a closed-over NumPy array is a tracer under jit, so the
+    # traced contract applies: NaN for the list, no exception, no crash.
+    scores = SCORES[0].copy()
+    scores[1, 3] = np.nan
+    segments = np.repeat(np.arange(5), 10)[None].repeat(3, axis=0)
+    got = np.asarray(
+        jax.jit(lambda g: metrics.dcg(scores, LABELS[0], segments=g, max_segments=5))(segments)
+    )
+    poisoned = np.zeros(got.shape, bool)
+    poisoned[1, 0] = True  # the list holding item 3 of row 1
+    assert np.isnan(got[poisoned]).all() and np.isfinite(got[~poisoned]).all()
 
 
 def test_empty_and_single_item_lists():

@@ -24,6 +24,7 @@ from lodestar import sklearn as sklearn
 from lodestar import smooth as smooth
 from lodestar import streaming as streaming
 from lodestar._validation import InvalidParameterError as InvalidParameterError
+from lodestar._validation import value_checks_under_jit as value_checks_under_jit
 
 __version__ = "0.1.0.dev0"
 
@@ -35,4 +36,5 @@ __all__ = [
     "sklearn",
     "smooth",
     "streaming",
+    "value_checks_under_jit",
 ]

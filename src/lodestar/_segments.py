@@ -32,6 +32,7 @@ Rules, shared by every public function:
 * Real items with an id outside ``[0, S)``, or a list longer than
   ``max_segment_size``, are refused with :class:`ValueError` on concrete ids.
   On traced ids they are checked only inside
+  :func:`lodestar.value_checks_under_jit`, through
   :func:`jax.experimental.checkify.checkify`; otherwise every list of such a
   row scores NaN, never a plausible number.
 """
@@ -46,7 +47,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.experimental import checkify
 
 from lodestar import _validation
 
@@ -289,7 +289,7 @@ def split(
         return Lists(scores, labels, where)
     segments = _check_ids(segments, scores, caller=caller)
     n = scores.shape[-1]
-    concrete = _validation._is_concrete(segments, where)
+    concrete = _validation.is_concrete(segments, where)
     if concrete:
         max_segments, max_segment_size = _concrete_sizes(
             segments, where, max_segments, max_segment_size, caller=caller
@@ -306,7 +306,7 @@ def split(
         # checkify, and otherwise NaN rather than a plausible number.
         valid = jnp.ones(segments.shape, bool) if where is None else where
         in_range = (segments >= 0) & (segments < max_segments)
-        checkify.debug_check(
+        _validation.traced_check(
             ~jnp.any(valid & ~in_range), _out_of_range_message(caller, max_segments)
         )
     scores, labels, where, item, broken = _compact(
@@ -320,5 +320,5 @@ def split(
     if concrete:
         broken = None
     else:
-        checkify.debug_check(~jnp.any(broken), _overflow_message(caller, max_segment_size))
+        _validation.traced_check(~jnp.any(broken), _overflow_message(caller, max_segment_size))
     return Lists(scores, labels, where, item, broken, n)

@@ -140,7 +140,7 @@ def _check_weights(weights, batch_shape, *, caller: str):
             f"{caller} expects per-list weights of shape {tuple(batch_shape)} (the scores' "
             f"shape without its last axis); got weights {weights.shape}."
         )
-    if _validation._is_concrete(weights):
+    if _validation.is_concrete(weights):
         values = np.asarray(weights, dtype=np.float64)
         if not np.all(np.isfinite(values)):
             raise ValueError(

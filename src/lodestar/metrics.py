@@ -55,9 +55,10 @@ use :mod:`lodestar.smooth` or :mod:`lodestar.losses`.
 when the function is traced, so they raise under ``jit`` too. NaN and infinity
 in real items (and negative labels, except in :func:`dcg` and
 :func:`reciprocal_rank`) raise :class:`ValueError` on
-concrete arrays; under ``jit`` they are checked only inside
-:func:`jax.experimental.checkify.checkify`, and otherwise a NaN score makes that
-list's result NaN.
+concrete arrays. Under ``jit`` they are checked inside
+:func:`lodestar.value_checks_under_jit` through
+:func:`jax.experimental.checkify.checkify`; otherwise a list holding a NaN score
+or a label those checks refuse gives NaN, never a plausible number.
 
 **Dtypes.** The result is floating: the promoted floating dtype of the inputs
 (float32 in, float32 out; float64 with ``jax_enable_x64``), with float16 and
@@ -151,6 +152,11 @@ def _evaluate(
         ignore_ties=ignore_ties,
         **options,
     )
+    if not _validation.is_concrete(scores, labels, where):
+        # Traced inputs were not checked (decision 0003): bad labels give NaN.
+        value = _validation.nan_for_invalid_labels(
+            value, lists.labels, lists.where, nonnegative_labels=nonnegative_labels
+        )
     return lists.per_list(value)
 
 
