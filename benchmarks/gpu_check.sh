@@ -49,7 +49,9 @@ if [ "$DRY_RUN" = 1 ]; then
     PYTEST_ARGS="${GPU_CHECK_PYTEST_ARGS:-tests/test_bench.py}"
     MODE=cpu-dry-run
 else
-    export JAX_PLATFORMS=cuda
+    # cuda first, so it is the default backend; cpu too, because jax.pure_callback
+    # (the engine's host method) places its arguments on a CPU device.
+    export JAX_PLATFORMS=cuda,cpu
     SHAPES=(1000000x100 10000x10000)
     SMOOTH=(--reps 3 --only approx_ndcg,softmax,lambda_full)
     PYTEST_ARGS="${GPU_CHECK_PYTEST_ARGS:-}"
