@@ -43,9 +43,9 @@ the metric's dtype. Decision 0010 records the choice.
 **Transformations.** States are :class:`typing.NamedTuple` pytrees of fixed
 shape and dtype, so ``update`` works under :func:`jax.jit`, as the body of
 :func:`jax.lax.scan`, and inside :func:`jax.shard_map`. There, each device
-updates its own state and ``merge_across`` combines them; because the tree
-continues across devices in a fixed order, a per-device batch whose size is a
-power of two gives the same bits as one device holding the whole batch.
+updates its own state and ``merge_across`` combines them in device order by
+the same tree, so the number of devices changes the mean only as much as
+XLA's per-list values change between programs (an ulp of a list's value).
 ``docs/scaling.md`` shows each pattern.
 """
 
@@ -130,6 +130,11 @@ def _tree_sum(parts: CompensatedSum) -> CompensatedSum:
 
 def _sum(values: jax.Array) -> CompensatedSum:
     flat = values.reshape(-1)
+    if any(jax.typeof(flat).sharding.spec):
+        # Explicitly sharded lists: the tree's strided halves cannot stay
+        # sharded once they are shorter than the mesh, so gather the per-list
+        # terms (one scalar per list) first. The additions are unchanged.
+        flat = jax.sharding.reshard(flat, jax.sharding.PartitionSpec(None))
     return _tree_sum(CompensatedSum(flat, jnp.zeros_like(flat)))
 
 
@@ -226,11 +231,10 @@ class Mean:
         """Merge the states of every device along ``axis_name``; call inside ``shard_map``.
 
         The result is the same on every device (replicated). The devices'
-        states are merged in axis order by the same pairwise tree as
-        :meth:`update`, so with a power-of-two number of lists per device and
-        of devices the result has the bits of one device updating with the
-        whole batch. A plain ``jax.lax.psum`` of the state is also a valid
-        merge, only less exact.
+        states are gathered exactly (a ``psum`` of one-hot slots) and merged
+        in axis order by the same pairwise tree as :meth:`update`, so the
+        result does not depend on how XLA orders the reduction. A plain
+        ``jax.lax.psum`` of the state is also a valid merge, only less exact.
 
         Args:
           state: This device's state.

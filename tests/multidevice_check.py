@@ -1,0 +1,134 @@
+"""Run by tests/test_multidevice.py in a fresh process with 8 CPU devices.
+
+XLA_FLAGS must be set before JAX initialises, which tests/conftest.py does
+first in the pytest process; so this script runs on its own and prints one
+line per failed check ("FAIL ...") and "OK <count>" at the end.
+"""
+
+import os
+
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+
+import functools  # noqa: E402
+import sys  # noqa: E402
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import AxisType, NamedSharding  # noqa: E402
+from jax.sharding import PartitionSpec as P  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+from lodestar import _ranking, losses, metrics, streaming  # noqa: E402
+
+DEVICES = 8
+PER_DEVICE = 4  # lists per device, a power of two
+BATCH = DEVICES * PER_DEVICE
+# Lengths that reach every engine path: pairwise, the NDCG ideal's argsort,
+# top-k, and the host or XLA sort for long full lists.
+SIZES = [
+    (24, None),
+    (_ranking.ORDER_BY_SORT_MIN_N + 4, None),
+    (_ranking.PAIRWISE_MAX_N + 20, None),
+    (_ranking.PAIRWISE_MAX_N + 20, 10),
+]
+FUNCTIONS = {
+    **{name: getattr(metrics, name) for name in metrics.__all__ if name != "err"},
+    "err": functools.partial(metrics.err, max_label=3),
+    "lambda_loss": functools.partial(losses.lambda_loss, reduction="none"),
+    "softmax_loss": functools.partial(losses.softmax_loss, reduction="none"),
+}
+failures = []
+checks = 0
+
+
+def check(ok, message):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(message)
+
+
+def same_bits(a, b):
+    return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def per_block(fn, *arrays):
+    """``fn`` on one device, block by block: what each device computes."""
+    blocks = [
+        np.asarray(jax.jit(fn)(*(a[i : i + PER_DEVICE] for a in arrays)))
+        for i in range(0, BATCH, PER_DEVICE)
+    ]
+    return np.concatenate(blocks)
+
+
+def main():
+    rng = np.random.default_rng(0)
+    for axis_type in (AxisType.Auto, AxisType.Explicit):
+        mesh = jax.make_mesh((DEVICES,), ("batch",), axis_types=(axis_type,))
+        rows = NamedSharding(mesh, P("batch"))
+        for n, k in SIZES:
+            scores = rng.integers(0, 6, (BATCH, n)).astype(np.float64)
+            labels = rng.integers(0, 4, (BATCH, n)).astype(np.float64)
+            where = rng.random((BATCH, n)) < 0.9
+            sharded = [jax.device_put(a, rows) for a in (scores, labels, where)]
+            for name, fn in FUNCTIONS.items():
+                kwargs = {} if name.endswith("loss") else {"k": k}
+
+                def per_list(s, y, w, fn=fn, kwargs=kwargs):
+                    return fn(s, y, where=w, **kwargs)
+
+                expected = per_block(per_list, scores, labels, where)
+                label = f"{axis_type} n={n} k={k} {name}"
+                mapped = jax.shard_map(per_list, in_specs=P("batch"), out_specs=P("batch"))
+                for how, run in (("jit", jax.jit(per_list)), ("shard_map", jax.jit(mapped))):
+                    try:
+                        with jax.set_mesh(mesh):
+                            check(same_bits(run(*sharded), expected), f"{label} {how}")
+                    except Exception as error:  # report every path, not just the first
+                        check(False, f"{label} {how}: {type(error).__name__}: {error}"[:300])
+        check_accumulators(mesh, rng)
+    print("\n".join(f"FAIL {f}" for f in failures))
+    print(f"OK {checks - len(failures)}/{checks}")
+    return 1 if failures else 0
+
+
+def check_accumulators(mesh, rng):
+    """merge_across in shard_map, and update under sharded jit, match one device."""
+    n = 20
+    scores = rng.integers(0, 6, (BATCH, n)).astype(np.float64)
+    labels = rng.integers(0, 4, (BATCH, n)).astype(np.float64)
+    weights = rng.random(BATCH)
+    evaluation = streaming.collection(
+        {
+            "ndcg@5": streaming.mean(metrics.ndcg, k=5),
+            "mrr": streaming.mean(metrics.reciprocal_rank),
+        }
+    )
+    one_device = evaluation.update(evaluation.init(), scores, labels, weights=weights)
+
+    def on_each_device(s, y, w):
+        state = evaluation.update(evaluation.init(), s, y, weights=w)
+        return evaluation.merge_across(state, "batch")
+
+    rows = NamedSharding(mesh, P("batch"))
+    with jax.set_mesh(mesh):
+        mapped = jax.shard_map(on_each_device, in_specs=P("batch"), out_specs=P())
+        merged = jax.jit(mapped)(*(jax.device_put(a, rows) for a in (scores, labels, weights)))
+        jitted = jax.jit(evaluation.update)(
+            evaluation.init(),
+            *(jax.device_put(a, rows) for a in (scores, labels)),
+            weights=jax.device_put(weights, rows),
+        )
+    for name in ("ndcg@5", "mrr"):
+        label = f"{mesh.axis_types} accumulator {name}"
+        for got in (merged, jitted):
+            check(int(got[name].count) == BATCH, f"{label} count")
+            close = np.isclose(
+                evaluation.compute(got)[name], evaluation.compute(one_device)[name], rtol=1e-15
+            )
+            check(bool(close), f"{label} mean")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Metrics, losses and accumulators on 8 CPU devices equal one device's results.
+
+The checks run in a subprocess (tests/multidevice_check.py), because
+``--xla_force_host_platform_device_count`` must be set before JAX starts and
+this process has started it already.
+
+What is compared, and how strictly:
+- Per-list metric and loss values under ``jit`` with ``NamedSharding`` inputs
+  (automatic and explicit mesh axes) and inside ``shard_map`` are **bitwise**
+  equal to one device evaluating each device's block of lists. They are not
+  always bitwise equal to one device evaluating the whole batch at once: XLA:CPU
+  orders a row's reduction according to the batch shape, which moves a float64
+  value by an ulp or so (2.8e-14 on a DCG of about 40).
+- The lengths reach every engine path: pairwise counting, the NDCG ideal's
+  argsort, top-k, and the long-list sort (NumPy's on one device and inside
+  ``shard_map``, XLA's in partitioned ``jit``).
+- Accumulators: the mean after ``merge_across`` inside ``shard_map``, and after
+  ``update`` under sharded ``jit``, equals one device's to rtol 1e-15 (float64);
+  counts are exact. Not bitwise: each device's per-list values come from a
+  different XLA program than one device's, and may differ in the last bit.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent / "multidevice_check.py"
+# Checks of these functions fail today: their loop state is not marked as
+# varying across devices inside shard_map, and err's select mixes shardings
+# under explicit mesh axes. Strict xfail: the test fails once they are fixed.
+NOT_YET_SHARDABLE = ("average_precision", "err")
+
+
+@pytest.fixture(scope="module")
+def failures():
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=1200, env=env
+    )
+    lines = result.stdout.splitlines()
+    assert lines and lines[-1].startswith("OK "), result.stdout[-2000:] + result.stderr[-4000:]
+    return [line for line in lines if line.startswith("FAIL ")]
+
+
+def test_sharded_results_equal_one_device(failures):
+    core = [f for f in failures if not any(f" {name} " in f for name in NOT_YET_SHARDABLE)]
+    assert not core, "\n".join(core)
+
+
+@pytest.mark.xfail(strict=True, reason="average_precision and err under shard_map (see above)")
+def test_average_precision_and_err_sharded(failures):
+    assert not [f for f in failures if any(f" {name} " in f for name in NOT_YET_SHARDABLE)]
