@@ -6,6 +6,7 @@ at most 50 positions); bfloat16/float16 inputs are ranked in float32 and
 compared with float32 results at ``rtol=1e-6``.
 """
 
+import functools
 import re
 
 import jax
@@ -281,3 +282,26 @@ def test_exp2_gain_is_exact_for_integer_grades_in_float64():
     labels = np.arange(-5.0, 40.0)[:, None]
     got = metrics.dcg(np.zeros_like(labels), labels, gain="exp2")
     np.testing.assert_array_equal(got, 2.0 ** labels[:, 0] - 1)
+
+
+@pytest.mark.parametrize("shape", [(37, 20), (4, 6, 20), (64, 20)])
+def test_large_batches_tiled_like_one_call(monkeypatch, shape):
+    # Large batches run tile by tile (metrics._over_tiles). Shrink the tile so
+    # that small batches take that path: 37 lists make 12 tiles and a tail,
+    # 64 lists tiles that divide the batch.
+    scores = np.round(rng.random(shape), 1)
+    labels = rng.integers(0, 3, shape).astype(np.float64)
+    where = rng.random(shape) < 0.8
+    calls = {
+        name: functools.partial(getattr(metrics, name), scores, labels, k=5, where=where)
+        for name in metrics.__all__
+    }
+    calls["err"] = functools.partial(calls["err"], max_label=2)
+    whole = {name: np.asarray(call()) for name, call in calls.items()}
+    jax.clear_caches()  # the kernels are traced again with the small tile
+    monkeypatch.setattr(metrics, "_TILE_ITEMS", 60)
+    try:
+        for name, call in calls.items():
+            np.testing.assert_allclose(call(), whole[name], rtol=1e-14, atol=0, err_msg=name)
+    finally:
+        jax.clear_caches()
