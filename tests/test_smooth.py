@@ -488,3 +488,55 @@ def test_options_are_checked_with_the_shared_messages():
     # log_base 1 makes every discount 0: value and gradient 0, not NaN.
     assert float(smooth.dcg(s, y, log_base=1.0)) == 0.0
     assert bool(jnp.all(jax.grad(smooth.dcg)(s, y, log_base=1.0) == 0))
+
+
+def _dense_sigmoid_ranks(s, valid, temperature):
+    n = s.shape[-1]
+    pair = valid[..., None, :] & valid[..., :, None] & ~jnp.eye(n, dtype=bool)
+    above = jax.nn.sigmoid((s[..., None, :] - s[..., :, None]) / temperature)
+    return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
+
+
+@pytest.mark.parametrize("n", [smooth._BLOCKED_MIN_N, 700])
+def test_long_sigmoid_ranks_are_blocked_and_equal_the_dense_form(n):
+    # From _BLOCKED_MIN_N items the sigmoid ranks run over column blocks with a
+    # hand-written gradient; value and gradients (scores and temperature) must
+    # equal the dense pairwise form, padding and ties included.
+    rng = np.random.default_rng(n)
+    scores = jnp.asarray(np.round(rng.standard_normal((3, n)), 1))
+    where = jnp.asarray(rng.random((3, n)) < 0.8)
+    cotangent = jnp.asarray(rng.standard_normal((3, n)))
+
+    def objective(ranks_fn):
+        def f(s, t):
+            r = ranks_fn(s, t)
+            return jnp.sum(jnp.where(where, cotangent * r, 0))
+
+        return f
+
+    # The kernel takes the temperature as an array, so its gradient is checked too.
+    blocked = objective(lambda s, t: smooth.ranks_kernel(s, where, t, method="sigmoid"))
+    dense = objective(lambda s, t: _dense_sigmoid_ranks(s, where, t))
+    t = jnp.asarray(0.7)
+    np.testing.assert_allclose(blocked(scores, t), dense(scores, t), rtol=1e-12)
+    np.testing.assert_allclose(
+        smooth.ranks(scores, temperature=0.7, where=where),
+        jnp.where(where, _dense_sigmoid_ranks(scores, where, t), 0),
+        rtol=1e-12,
+    )
+    for got, want in zip(
+        jax.grad(blocked, argnums=(0, 1))(scores, t),
+        jax.grad(dense, argnums=(0, 1))(scores, t),
+        strict=True,
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
+
+
+def test_long_sigmoid_ranks_never_hold_the_pairs_in_memory():
+    batch, n = 8, 2048
+    scores = jax.ShapeDtypeStruct((batch, n), jnp.float32)
+    compiled = (
+        jax.jit(jax.value_and_grad(lambda s: jnp.sum(smooth.ranks(s)))).lower(scores).compile()
+    )
+    pairs_bytes = batch * n * n * 4
+    assert compiled.memory_analysis().temp_size_in_bytes < pairs_bytes / 8

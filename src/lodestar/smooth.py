@@ -150,11 +150,97 @@ def _count(valid):
 
 
 def _sigmoid_ranks(s, valid, temperature):
-    # pair[..., i, j] compares item j with item i.
     n = s.shape[-1]
+    if n >= _BLOCKED_MIN_N:
+        return _blocked_sigmoid_ranks(s, valid, temperature)
+    # pair[..., i, j] compares item j with item i.
     pair = valid[..., None, :] & valid[..., :, None] & ~jnp.eye(n, dtype=bool)
     above = jax.nn.sigmoid((s[..., None, :] - s[..., :, None]) / temperature)
     return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
+
+
+# From this length on the sigmoid ranks never materialise the (..., n, n)
+# pairs: value and gradient run over blocks of _BLOCK columns, so memory is
+# O(n * _BLOCK) per list instead of O(n^2) (and O(n^2) again for autodiff's
+# residuals).
+_BLOCKED_MIN_N = 512
+_BLOCK = 128
+
+
+def _column_blocks(s, valid, body, init):
+    """Fold ``body(carry, start, s_block, valid_block)`` over column blocks of ``_BLOCK``."""
+    n = s.shape[-1]
+    padded = -(-n // _BLOCK) * _BLOCK
+    widths = [(0, 0)] * (s.ndim - 1) + [(0, padded - n)]
+    s_cols = jnp.pad(s, widths)
+    valid_cols = jnp.pad(valid, widths)  # padding columns are never valid
+
+    def step(block, carry):
+        start = block * _BLOCK
+        take = functools.partial(
+            lax.dynamic_slice_in_dim, start_index=start, slice_size=_BLOCK, axis=-1
+        )
+        return body(carry, start, take(s_cols), take(valid_cols))
+
+    return lax.fori_loop(0, padded // _BLOCK, step, init)
+
+
+def _block_pairs(s, valid, start, s_block, valid_block, temperature):
+    """``x[..., i, c] = (s_block[c] - s[i]) / T`` and which pairs count."""
+    n = s.shape[-1]
+    column = start + jnp.arange(_BLOCK)
+    pair = valid_block[..., None, :] & valid[..., :, None] & (column != jnp.arange(n)[:, None])
+    return (s_block[..., None, :] - s[..., :, None]) / temperature, pair
+
+
+@jax.custom_vjp
+def _blocked_sigmoid_ranks(s, valid, temperature):
+    def add_block(total, start, s_block, valid_block):
+        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
+        return total + jnp.sum(jnp.where(pair, jax.nn.sigmoid(x), 0), axis=-1)
+
+    return 1 + _column_blocks(s, valid, add_block, jnp.zeros_like(s))
+
+
+def _blocked_sigmoid_ranks_fwd(s, valid, temperature):
+    return _blocked_sigmoid_ranks(s, valid, temperature), (s, valid, temperature)
+
+
+def _blocked_sigmoid_ranks_bwd(residuals, g):
+    # With d[i, j] = sigma'(x_ij) / T over counted pairs, x_ij = (s_j - s_i) / T:
+    # dr_i/ds_j = d[i, j] and dr_i/ds_i = -sum_j d[i, j], so
+    # ds = d^T g - g * (d 1), and dr_i/dT = -sum_j d[i, j] x_ij.
+    s, valid, temperature = residuals
+
+    def add_block(carry, start, s_block, valid_block):
+        to_columns, row_sums, d_temperature = carry
+        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
+        sig = jax.nn.sigmoid(x)
+        d = jnp.where(pair, sig * (1 - sig), 0) / temperature
+        column_part = jnp.sum(g[..., :, None] * d, axis=-2)
+        to_columns = lax.dynamic_update_slice_in_dim(
+            to_columns,
+            lax.dynamic_slice_in_dim(to_columns, start, _BLOCK, axis=-1) + column_part,
+            start,
+            axis=-1,
+        )
+        row_sums = row_sums + jnp.sum(d, axis=-1)
+        d_temperature = d_temperature - jnp.sum(g[..., :, None] * d * x)
+        return to_columns, row_sums, d_temperature
+
+    n = s.shape[-1]
+    padded = -(-n // _BLOCK) * _BLOCK
+    init = (
+        jnp.zeros(s.shape[:-1] + (padded,), s.dtype) + jnp.zeros_like(s[..., :1]),
+        jnp.zeros_like(s),
+        jnp.zeros((), s.dtype),
+    )
+    to_columns, row_sums, d_temperature = _column_blocks(s, valid, add_block, init)
+    ds = to_columns[..., :n] - g * row_sums
+    return ds, None, d_temperature.astype(temperature.dtype)
+
+
+_blocked_sigmoid_ranks.defvjp(_blocked_sigmoid_ranks_fwd, _blocked_sigmoid_ranks_bwd)
 
 
 def _expected_positions(logits, valid, temperature):
