@@ -232,18 +232,32 @@ def warm_up_process(seconds: float = 1.0) -> None:
         jax.block_until_ready(fn(x))
 
 
+# With more than one repetition asked for, sub-millisecond functions are timed
+# for at least this long: a median of five 0.2 ms calls is mostly scheduler
+# noise on a shared machine.
+MIN_TIMED_SECONDS = 0.25
+MAX_SAMPLES = 5000
+
+
 def time_jax(fn, args, reps: int) -> tuple[float, float, object]:
     """``(median seconds, first-call seconds, result)`` of ``fn(*args)``.
 
     The first call (which compiles a plain jitted function) is not among the
-    ``reps`` timed calls; every call is waited for with
-    :func:`jax.block_until_ready`.
+    timed calls; every call is waited for with :func:`jax.block_until_ready`.
+    There are ``reps`` timed calls, or with ``reps > 1`` as many more as fill
+    ``MIN_TIMED_SECONDS`` (at most ``MAX_SAMPLES``).
     """
     start = time.perf_counter()
     result = jax.block_until_ready(fn(*args))
     first = time.perf_counter() - start
     samples = []
-    for _ in range(reps):
+
+    def more():
+        if len(samples) < reps:
+            return True
+        return reps > 1 and sum(samples) < MIN_TIMED_SECONDS and len(samples) < MAX_SAMPLES
+
+    while more():
         start = time.perf_counter()
         result = jax.block_until_ready(fn(*args))
         samples.append(time.perf_counter() - start)
