@@ -170,3 +170,23 @@ def test_reciprocal_rank_closed_form_at_large_blocks():
     labels[a + np.array([10, 200, 399])] = 1
     labels[-3:] = 1  # relevant items below the block do not matter
     np.testing.assert_allclose(metrics.reciprocal_rank(scores, labels), float(expected), rtol=1e-13)
+
+
+@pytest.mark.parametrize("ignore_ties", [False, True])
+def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties):
+    # The host callbacks work through a batch a few rows at a time; a chunk of
+    # 7 items holds 2 rows of 3, so these 11 rows make 6 chunks.
+    rng = np.random.default_rng(11)
+    scores = np.round(rng.random((11, 3)), 1).astype(np.float32)
+    valid = rng.random((11, 3)) < 0.8
+    whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
+    whole_order = _ranking._host_argsort(-scores)
+    monkeypatch.setattr(_ranking, "_HOST_CHUNK_ITEMS", 7)
+    assert len(list(_ranking._row_chunks(11, 3))) == 6
+    chunked = _ranking.host_tie_blocks(scores, valid, ignore_ties)
+    for got, want in zip(chunked, whole, strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(
+        np.take_along_axis(scores, _ranking._host_argsort(-scores), -1),
+        np.take_along_axis(scores, whole_order, -1),
+    )
