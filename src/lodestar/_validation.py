@@ -337,19 +337,28 @@ def check_values(
             traced_check(jnp.logical_not(failed[index]), message)
 
 
-def nan_for_invalid_labels(
-    value: jax.Array, labels: jax.Array, where: jax.Array | None, *, nonnegative_labels: bool
+def nan_for_invalid_values(
+    value: jax.Array,
+    scores: jax.Array,
+    labels: jax.Array,
+    where: jax.Array | None,
+    *,
+    nonnegative_labels: bool,
 ) -> jax.Array:
-    """``value`` with NaN for each list whose real labels :func:`check_values` refuses.
+    """``value`` with NaN for each list holding a NaN score or a refused label.
 
     On traced inputs the value checks are off unless
-    :func:`value_checks_under_jit` is on, so a list with a NaN or infinite label
-    (or a negative one where refused) would otherwise give a plausible number.
-    ``value`` has the lists' batch shape, ``labels`` and ``where`` one more axis.
+    :func:`value_checks_under_jit` is on. A NaN score leaves a list without a
+    ranking, and a NaN or infinite label (or a negative one where refused)
+    makes its metric meaningless, yet either would give a plausible number.
+    An infinite score still ranks (first or last), so it is left alone.
+    ``value`` has the lists' batch shape, the arrays one more axis.
     """
     bad = jnp.zeros(labels.shape, bool)
+    if jnp.issubdtype(scores.dtype, jnp.inexact):
+        bad = jnp.isnan(scores)
     if jnp.issubdtype(labels.dtype, jnp.inexact):
-        bad = ~jnp.isfinite(labels)
+        bad = bad | ~jnp.isfinite(labels)
     if nonnegative_labels:
         bad = bad | (labels < 0)
     if where is not None:

@@ -154,19 +154,12 @@ def _evaluate(
         **options,
     )
     if not _validation.is_concrete(scores, labels, where):
-        # Traced inputs were not checked (decision 0003): bad labels give NaN.
-        value = _validation.nan_for_invalid_labels(
-            value, lists.labels, lists.where, nonnegative_labels=nonnegative_labels
+        # Traced inputs were not checked (decision 0003): a list holding a NaN
+        # score or a refused label gives NaN. Concrete ones were refused above.
+        value = _validation.nan_for_invalid_values(
+            value, lists.scores, lists.labels, lists.where, nonnegative_labels=nonnegative_labels
         )
     return lists.per_list(value)
-
-
-def _nan_if_any_nan_score(value: jax.Array, scores: jax.Array, valid: jax.Array) -> jax.Array:
-    """A list holding a NaN score has no ranking, so its metric is NaN."""
-    if not jnp.issubdtype(scores.dtype, jnp.inexact):
-        return value
-    poisoned = jnp.any(valid & jnp.isnan(scores), axis=-1)
-    return jnp.where(poisoned, jnp.nan, value)
 
 
 def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
@@ -265,7 +258,7 @@ def dcg_kernel(scores, labels, where, k, *, log_base, rank_k, gain, ignore_ties)
     value = _discounted_gain(
         scores, gains, valid, k=k, rank_k=rank_k, log_base=log_base, ignore_ties=ignore_ties
     )
-    return _nan_if_any_nan_score(value, scores, valid)
+    return value
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
@@ -281,7 +274,7 @@ def ndcg_kernel(scores, labels, where, k, *, rank_k, gain, ignore_ties):
     ideal = _ideal_discounted_gain(gains, valid, k=k, rank_k=rank_k)
     nonzero = ideal != 0
     value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
-    return _nan_if_any_nan_score(value, scores, valid)
+    return value
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
@@ -302,7 +295,7 @@ def reciprocal_rank_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
     rank = block.above[..., None] + jnp.arange(1, length + 1)  # 1-based rank of offset j
     weights = jnp.where(rank <= k, 1 / rank.astype(dtype), 0)
     value = jnp.sum(probabilities * weights, axis=-1)
-    return _nan_if_any_nan_score(value, scores, valid)
+    return value
 
 
 def dcg(
@@ -640,7 +633,7 @@ def precision_kernel(scores, labels, where, k, *, cutoff, rank_k, ignore_ties):
         slots = jnp.sum(valid, axis=-1).astype(dtype)
     else:
         slots = jnp.asarray(cutoff, dtype)
-    return _nan_if_any_nan_score(_ratio_or_zero(found, slots), scores, valid)
+    return _ratio_or_zero(found, slots)
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
@@ -654,7 +647,7 @@ def recall_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
         scores, relevant, valid, k, rank_k=rank_k, ignore_ties=ignore_ties, dtype=dtype
     )
     total = jnp.sum(relevant, axis=-1).astype(dtype)
-    return _nan_if_any_nan_score(_ratio_or_zero(found, total), scores, valid)
+    return _ratio_or_zero(found, total)
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
@@ -672,7 +665,7 @@ def hits_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
     slots = jnp.clip(k - block.above, 0, block.size)
     length = n if rank_k is None else min(rank_k, n)
     value = 1 - _ranking.probability_none_relevant_first(block, slots, length, dtype)
-    return _nan_if_any_nan_score(value, scores, valid)
+    return value
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
@@ -698,7 +691,7 @@ def average_precision_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
     expected = _ranking.block_position_sum(blocks, k, precision_at_offset, dtype) / size
     found = jnp.sum(jnp.where(relevant, expected, 0), axis=-1)
     total = jnp.sum(relevant, axis=-1).astype(dtype)
-    return _nan_if_any_nan_score(_ratio_or_zero(found, total), scores, valid)
+    return _ratio_or_zero(found, total)
 
 
 def _expected_cascade(stop, valid, blocks, k, *, length, dtype):
@@ -788,7 +781,7 @@ def err_kernel(scores, labels, where, k, *, max_label, rank_k, ignore_ties):
     value = _expected_cascade(stop, valid, blocks, k, length=length, dtype=dtype)
     # A grade above max_label would be a stop probability above 1.
     value = jnp.where(jnp.any(valid & (grades > ceiling), axis=-1), jnp.nan, value)
-    return _nan_if_any_nan_score(value, scores, valid)
+    return value
 
 
 def precision(
