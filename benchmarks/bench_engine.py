@@ -7,19 +7,23 @@ items ranked strictly above it and the size of its tie block. It has four
 methods (see ``src/lodestar/_ranking.py``):
 
 * ``pairwise``: O(n^2) comparisons per list, no sort (timed for n <= 512 only);
-* ``topk``: ``lax.top_k`` then O(n k) comparisons; needs a cut-off k < n;
+* ``topk``: the k largest values (NumPy's sort on CPU when ties are averaged,
+  else ``lax.top_k``), then O(n k) comparisons; needs a cut-off k < n;
 * ``sort``: one multi-operand XLA ``lax.sort`` plus a scatter;
 * ``host``: NumPy's sort behind ``jax.pure_callback`` (CPU only).
 
-``method="auto"`` (``_ranking.choose_method``) picks ``topk`` for ``k < n``
-and ``k <= TOPK_MAX_K`` when ``n > TOPK_ALWAYS_N``, or when
-``n >= TOPK_MIN_N`` and ``n >= TOPK_MIN_RATIO * k``; otherwise ``pairwise``
-for ``n <= PAIRWISE_MAX_N``, else ``host`` on CPU and ``sort`` elsewhere.
+``method="auto"`` (``_ranking.choose_method``) picks ``topk`` for ``k < n``,
+``k <= TOPK_MAX_K`` and ``n >= TOPK_MIN_N`` when ``n >= TOPK_MIN_RATIO_HOST * k``
+(ties averaged on CPU, where the top values come from NumPy's sort), or, with
+``lax.top_k``, when ``n > TOPK_ALWAYS_N`` or ``n >= TOPK_MIN_RATIO * k``;
+otherwise ``pairwise`` for ``n <= PAIRWISE_MAX_N``, else ``host`` on CPU and
+``sort`` elsewhere.
+
 This script times each method, jitted, on float32 scores
 rounded to two decimals (so ties occur), with every item real
 (``valid=None``) and ``ignore_ties=False`` unless ``--ignore-ties``, for
-n in (4, 8, 12, 16, 24, 32, 48, 64, 100, 256, 384, 512, 1000) with a batch of about 1,000,000
-elements (B = 1e6 / n), and for each cut-off k in (1, 10, 32, 64, 128) with
+n in (4, 8, 12, 16, 24, 32, 48, 64, 80, 100, 128, 256, 384, 512, 1000) with a
+batch of about 1,000,000 elements (B = 1e6 / n), and for each cut-off k in (1, 10, 32, 64, 128) with
 k < n. ``pairwise``, ``sort`` and ``host`` do not depend on k, so they are
 timed once per n; ``topk`` and ``auto`` are timed per (n, k).
 
@@ -65,7 +69,7 @@ import numpy as np
 
 from lodestar import _ranking
 
-FULL_NS = (4, 8, 12, 16, 24, 32, 48, 64, 100, 256, 384, 512, 1000)
+FULL_NS = (4, 8, 12, 16, 24, 32, 48, 64, 80, 100, 128, 256, 384, 512, 1000)
 FULL_KS = (1, 10, 32, 64, 128)
 FULL_ELEMENTS = 1_000_000
 QUICK_NS = (4, 16, 32, 100)
@@ -77,7 +81,14 @@ FULL_METHODS = ("pairwise", "sort", "host")
 
 THRESHOLDS = {
     name: getattr(_ranking, name)
-    for name in ("PAIRWISE_MAX_N", "TOPK_MAX_K", "TOPK_ALWAYS_N", "TOPK_MIN_N", "TOPK_MIN_RATIO")
+    for name in (
+        "PAIRWISE_MAX_N",
+        "TOPK_MAX_K",
+        "TOPK_MIN_N",
+        "TOPK_MIN_RATIO_HOST",
+        "TOPK_MIN_RATIO",
+        "TOPK_ALWAYS_N",
+    )
 }
 
 
@@ -150,7 +161,7 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
                     mismatches.append(problem)
             auto_seconds, _, _ = common.time_jax(engine("auto", k, ignore_ties), (scores,), reps)
             best = min(times, key=times.get)
-            choice = common.resolved_method(n, k)
+            choice = common.resolved_method(n, k, ignore_ties=ignore_ties)
             rows.append(
                 {
                     "n": n,

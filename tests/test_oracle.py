@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lodestar import _ranking, metrics
+from lodestar import _gains, _ranking, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 
@@ -144,6 +144,83 @@ def test_every_engine_method_meets_the_contract(method, ignore_ties, dtype):
         np.testing.assert_array_equal(tied[~valid], 1)
 
 
+def _reference_weighted_sum(table, scores, values, valid, ignore_ties):
+    above, tied = _reference_blocks(scores, valid, ignore_ties)
+    n = scores.shape[-1]
+    table = np.asarray(table)
+    means = (table[np.minimum(above + tied, n)] - table[np.minimum(above, n)]) / tied
+    return np.sum(np.where(valid, values * means, 0), axis=-1)
+
+
+@pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
+@pytest.mark.parametrize("ignore_ties", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
+def test_block_weighted_sums_are_those_of_exact_counts(method, ignore_ties, dtype):
+    # Heavy ties, padding (holding high scores), a row of padding only and a
+    # row with one real item; the top-k method sums over the top values'
+    # blocks and the block at the k-th value instead of forming counts.
+    rng = np.random.default_rng(5)
+    n = 41
+    scores = rng.integers(0, 7, size=(4, 6, n)).astype(dtype)
+    scores[1, 2, :] = scores[1, 2, 0]  # one block holds the whole list
+    valid = rng.random((4, 6, n)) < 0.8
+    valid[0, 0] = False
+    valid[0, 1] = np.arange(n) == 3
+    scores[2][~valid[2]] = scores.max()
+    values = rng.integers(0, 5, size=(4, 6, n)) + rng.random((4, 6, n))
+    for k in [1, 3, 9, 40] if method == "topk" else [None, 5]:
+        cutoff = n if k is None else k
+        discounts = _gains.discount_table(n, k=cutoff, log_base=2.0, dtype=jnp.float64)
+        indicator = jnp.minimum(jnp.arange(n + 1), cutoff).astype(jnp.float64)
+        for table in (discounts, indicator):
+            got = jax.jit(
+                lambda s, x, v, table=table, k=k: _ranking.block_weighted_sum(
+                    s, x, v, table, k=k, ignore_ties=ignore_ties, method=method
+                )
+            )(scores, values, valid)
+            want = _reference_weighted_sum(table, scores, values, valid, ignore_ties)
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8])
+@pytest.mark.parametrize("k", [1, 4, 12])
+def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 9, size=(3, 7, 12)).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        values[0, 0, :3] = [-np.inf, np.inf, np.nan]
+        values[0, 1, :4] = [0.0, -0.0, 0.0, -0.0]  # one value, whichever sign
+    top = jax.lax.top_k(values, k)[0]
+    count = np.sum(values == np.asarray(top)[..., k - 1 :], axis=-1)
+    assert count.max() > 1  # ties at the k-th value (none counted at a NaN)
+    for host in (True, False):
+        monkeypatch.setattr(_ranking, "_host_sort_applies", lambda host=host: host)
+        got, got_count = jax.jit(lambda v: _ranking.largest_values(v, k, count_kth=True))(values)
+        assert got.dtype == values.dtype
+        np.testing.assert_array_equal(got, top)
+        np.testing.assert_array_equal(got_count, count)
+        batched = jax.vmap(lambda v: _ranking.largest_values(v, k))(values)
+        np.testing.assert_array_equal(batched, top)
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 16, 17])
+def test_count_of_the_kth_largest_reads_runs_of_every_length(k):
+    # Runs of the k-th value from none to the whole row, beyond the steps the
+    # count takes one column at a time, and NaN at the k-th place.
+    rng = np.random.default_rng(k)
+    rows = rng.integers(0, 4, size=(400, 17)).astype(np.float64)
+    rows[:50] = rows[:50, :1]
+    rows[50:60, :k] = np.nan
+    ordered = np.sort(rows, axis=-1)
+    kth = ordered[:, 17 - k]
+    want = np.sum(ordered == kth[:, None], axis=-1)
+    assert want.max() == 17 and want.min() == 0
+    below = np.sum(ordered[:, : 17 - k] == kth[:, None], axis=-1)
+    if 17 - k > _ranking._KTH_RUN_STEPS:
+        assert np.sum(below > _ranking._KTH_RUN_STEPS) > 10
+    np.testing.assert_array_equal(_ranking._count_kth(ordered, k), want)
+
+
 @pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
 def test_engine_methods_agree_under_vmap(method):
     rng = np.random.default_rng(3)
@@ -172,16 +249,21 @@ def test_reciprocal_rank_closed_form_at_large_blocks():
     np.testing.assert_allclose(metrics.reciprocal_rank(scores, labels), float(expected), rtol=1e-13)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
 @pytest.mark.parametrize("ignore_ties", [False, True])
-def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties):
-    # The host callbacks work through a batch a few rows at a time; a chunk of
-    # 7 items holds 2 rows of 3, so these 11 rows make 6 chunks.
+def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, threads):
+    # The host callbacks work through a batch a few rows at a time, the chunks
+    # shared among threads; a chunk of 7 items holds 2 rows of 3, so these 11
+    # rows make 6 chunks.
     rng = np.random.default_rng(11)
     scores = np.round(rng.random((11, 3)), 1).astype(np.float32)
     valid = rng.random((11, 3)) < 0.8
     whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
     whole_order = _ranking._host_argsort(-scores)
+    whole_largest = _ranking._host_largest_values(scores, k=2, count_kth=True)
     monkeypatch.setattr(_ranking, "_HOST_CHUNK_ITEMS", 7)
+    monkeypatch.setattr(_ranking, "_HOST_THREADS", threads)
+    monkeypatch.setattr(_ranking, "_HOST_MIN_ITEMS_PER_THREAD", 1)
     assert len(list(_ranking._row_chunks(11, 3))) == 6
     chunked = _ranking.host_tie_blocks(scores, valid, ignore_ties)
     for got, want in zip(chunked, whole, strict=True):
@@ -190,3 +272,31 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties):
         np.take_along_axis(scores, _ranking._host_argsort(-scores), -1),
         np.take_along_axis(scores, whole_order, -1),
     )
+    for got, want in zip(
+        _ranking._host_largest_values(scores, k=2, count_kth=True), whole_largest, strict=True
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_host_threads_raise_a_chunks_failure(monkeypatch):
+    monkeypatch.setattr(_ranking, "_HOST_CHUNK_ITEMS", 4)
+    monkeypatch.setattr(_ranking, "_HOST_THREADS", 2)
+    monkeypatch.setattr(_ranking, "_HOST_MIN_ITEMS_PER_THREAD", 1)
+    done = []
+
+    def work(rows):
+        if rows.start == 4:
+            raise RuntimeError("chunk failed")
+        done.append(rows.start)
+
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        _ranking._for_row_chunks(work, 8, 2)  # chunks start at rows 0, 2, 4, 6
+    assert 4 not in done
+
+
+def test_host_thread_pool_is_made_afresh_in_a_forked_child(monkeypatch):
+    pool = _ranking._thread_pool()
+    assert _ranking._thread_pool() is pool
+    # A forked child inherits the parent's pool object but none of its threads.
+    monkeypatch.setattr(_ranking.os, "getpid", lambda: -1)
+    assert _ranking._thread_pool() is not pool

@@ -14,7 +14,7 @@ sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 import oracles  # noqa: E402
 
-from lodestar import metrics  # noqa: E402
+from lodestar import _ranking, metrics  # noqa: E402
 from lodestar import sklearn as lsk  # noqa: E402
 
 TOL = dict(rtol=1e-12, atol=1e-12)
@@ -118,8 +118,9 @@ def test_reciprocal_rank_score_is_the_weighted_mean_of_the_metric(batch):
 
 
 def test_large_lists_match_sklearn_on_every_engine_path():
-    # Lengths straddle the pairwise threshold and k straddles the top-k one, so
-    # the pairwise, top-k and sort paths are all compared with scikit-learn.
+    # Lengths straddle the pairwise threshold, so the drop-ins (which rank whole
+    # lists) compare the pairwise and sort paths with scikit-learn; the top-k
+    # path is compared in the next test.
     rng = np.random.default_rng(11)
     for n in (5, 16, 17, 100, 300):
         labels = rng.integers(0, 5, size=(6, n)).astype(np.float64)
@@ -137,3 +138,28 @@ def test_large_lists_match_sklearn_on_every_engine_path():
                 sklearn_metrics.dcg_score(labels, scores, k=k),
                 **TOL,
             )
+
+
+@pytest.mark.parametrize("n", [100, 300, 1000])
+def test_metrics_with_a_cut_off_match_sklearn_on_the_top_k_path(n):
+    # lodestar.metrics exploits a small k (the top-k method); rows hold heavy
+    # ties, blocks straddling k, padding-free and padded lists alike.
+    rng = np.random.default_rng(n)
+    labels = rng.integers(0, 5, size=(8, n)).astype(np.float64)
+    scores = np.round(rng.random((8, n)), 1)
+    scores[0] = 0.5  # one block holds the whole list
+    for k in (1, 3, 10, 32):
+        assert _ranking.choose_method(n, k) == "topk"
+        for name in ("dcg", "ndcg"):
+            got = getattr(metrics, name)(scores, labels, k=k)
+            reference = getattr(sklearn_metrics, f"{name}_score")
+            want = [reference(labels[i : i + 1], scores[i : i + 1], k=k) for i in range(8)]
+            np.testing.assert_allclose(got, want, **TOL)
+        where = np.arange(n + 7) < n
+        padded = metrics.ndcg(
+            np.pad(scores, ((0, 0), (0, 7)), constant_values=9.0),
+            np.pad(labels, ((0, 0), (0, 7)), constant_values=4.0),
+            k=k,
+            where=np.broadcast_to(where, (8, n + 7)),
+        )
+        np.testing.assert_array_equal(padded, metrics.ndcg(scores, labels, k=k))

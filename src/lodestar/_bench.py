@@ -205,10 +205,10 @@ def print_header(title: str, info: dict, extra_lines=(), ratios: str = "the rati
     print("=" * 100)
 
 
-def resolved_method(n: int, k: int | None) -> str:
+def resolved_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
     """The engine method ``method="auto"`` runs for this list (this backend)."""
     k = None if k is None or k >= n else k
-    chosen = _ranking.choose_method(n, k)
+    chosen = _ranking.choose_method(n, k, ignore_ties=ignore_ties)
     if chosen == "sort_or_host":
         return "host" if jax.default_backend() == "cpu" else "sort"
     return chosen

@@ -40,7 +40,10 @@ backend. The choice and its measurements are recorded in
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import jax
@@ -52,13 +55,16 @@ METHODS = ("auto", "pairwise", "topk", "sort", "host")
 
 # Thresholds for method="auto"; measured in benchmarks/bench_engine.py and
 # recorded in docs/decisions/0004-rank-engine-algorithms.md.
-PAIRWISE_MAX_N = 384
+PAIRWISE_MAX_N = 512
 TOPK_MAX_K = 128
-# Below TOPK_ALWAYS_N, top-k beats counting only when k is small against n:
-# from TOPK_MIN_N items on and when n >= TOPK_MIN_RATIO * k.
-TOPK_ALWAYS_N = 384
+# Top-k needs TOPK_MIN_N items and n >= ratio * k. How small k must be depends
+# on how the k largest are found: NumPy's sort on the host (CPU, ties
+# averaged) is cheap, lax.top_k is not, and with it top-k wins below
+# TOPK_ALWAYS_N items only when k is small against n.
 TOPK_MIN_N = 80
+TOPK_MIN_RATIO_HOST = 3
 TOPK_MIN_RATIO = 16
+TOPK_ALWAYS_N = 384
 # From this length on, the NDCG ideal orders the gains with one argsort
 # (descending_order) instead of a second counting pass; below it the pass is
 # cheaper (benchmarks: 22 ms against 39 ms at n = 100, 11 against 8 at n = 32).
@@ -81,13 +87,15 @@ class TieBlocks(NamedTuple):
     tied: jax.Array
 
 
-def rankable(scores: jax.Array) -> jax.Array:
+def rankable(scores: jax.Array, *, merge_zeros: bool = True) -> jax.Array:
     """Scores in a dtype whose order all methods agree on, gradient stopped.
 
     Booleans become uint8 and half floats become float32; both conversions
-    preserve order exactly. Negative zero becomes zero. Integer scores keep
-    their dtype: they are compared, never negated, so unsigned values cannot
-    wrap around.
+    preserve order exactly. Negative zero becomes zero unless ``merge_zeros``
+    is False, for code that only compares with ``==`` and ``>`` or sorts with
+    NumPy, where -0.0 already equals 0.0 (it saves a copy of the batch).
+    Integer scores keep their dtype: they are compared, never negated, so
+    unsigned values cannot wrap around.
     """
     scores = lax.stop_gradient(scores)
     if scores.dtype == jnp.bool_:
@@ -95,29 +103,39 @@ def rankable(scores: jax.Array) -> jax.Array:
     if jnp.issubdtype(scores.dtype, jnp.floating):
         if jnp.finfo(scores.dtype).bits < 32:
             scores = scores.astype(jnp.float32)
-        # -0.0 equals 0.0, but sorts below it in XLA's total order: make the
-        # two one value so every method sees one tie.
-        return jnp.where(scores == 0, jnp.zeros((), scores.dtype), scores)
+        if merge_zeros:
+            # -0.0 equals 0.0, but sorts below it in XLA's total order: make
+            # the two one value so every method sees one tie.
+            return jnp.where(scores == 0, jnp.zeros((), scores.dtype), scores)
     return scores
 
 
-def choose_method(n: int, k: int | None) -> str:
-    """The method ``"auto"`` resolves to for a list length and cut-off."""
-    if k is not None and k < n and k <= TOPK_MAX_K:
-        if n > TOPK_ALWAYS_N or (n >= TOPK_MIN_N and n >= TOPK_MIN_RATIO * k):
+def choose_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
+    """The method ``"auto"`` resolves to for a list length, cut-off and tie rule.
+
+    Decided at trace time; every method gives the same counts, so the choice
+    only sets the speed.
+    """
+    if k is not None and k < n and k <= TOPK_MAX_K and n >= TOPK_MIN_N:
+        # Averaged ties take the top values from the host's sort where it
+        # applies; the descending-index tie-break needs lax.top_k's indices.
+        if not ignore_ties and _host_sort_applies():
+            if n >= TOPK_MIN_RATIO_HOST * k:
+                return "topk"
+        elif n > TOPK_ALWAYS_N or n >= TOPK_MIN_RATIO * k:
             return "topk"
     if n <= PAIRWISE_MAX_N:
         return "pairwise"
     return "sort_or_host"
 
 
-def exploited_cutoff(n: int, k: int | None) -> int | None:
+def exploited_cutoff(n: int, k: int | None, *, ignore_ties: bool = False) -> int | None:
     """``k`` if the automatic method makes use of it, else None.
 
     Only the top-k method needs the cut-off at trace time; every other method
     ranks whole lists, so callers can keep ``k`` out of the compilation key.
     """
-    if k is not None and k < n and choose_method(n, k) == "topk":
+    if k is not None and k < n and choose_method(n, k, ignore_ties=ignore_ties) == "topk":
         return k
     return None
 
@@ -149,7 +167,7 @@ def tie_blocks(
     if k is not None and k >= n:
         k = None  # a cut-off past the end cuts nothing
     if method == "auto":
-        method = choose_method(n, k)
+        method = choose_method(n, k, ignore_ties=ignore_ties)
     if method == "topk" and k is None:
         method = "sort_or_host"
     if n == 0:
@@ -248,10 +266,17 @@ def _lowest(dtype) -> jax.Array:
 
 def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
     masked = jnp.where(valid, scores, _lowest(scores.dtype))
-    top_values, top_index = lax.top_k(masked, k)
-    # Without the barrier XLA may fuse the consumers of top_k's outputs into a
-    # full sort, which is what this path exists to avoid.
-    top_values, top_index, masked = lax.optimization_barrier((top_values, top_index, masked))
+    if ignore_ties:
+        # The descending-index tie-break needs the top items' indices.
+        top_values, top_index = lax.top_k(masked, k)
+        # Without the barrier XLA may fuse the consumers of top_k's outputs
+        # into a full sort, which is what this path exists to avoid.
+        top_values, top_index = lax.optimization_barrier((top_values, top_index))
+    else:
+        # Averaged ties need only the values: every item above the k-th value
+        # is among them, and the block at the k-th value is counted below over
+        # the whole list.
+        top_values = largest_values(masked, k)
     threshold = top_values[..., k - 1 : k]
     above_threshold = scores > threshold
     at_threshold = (scores == threshold) & valid
@@ -305,7 +330,7 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
         same = (sorted_scores[..., 1:] == sorted_scores[..., :-1]) & (
             sorted_padding[..., 1:] == sorted_padding[..., :-1]
         )
-        edge = jnp.ones_like(same[..., :1])  # sharded like the lists
+        edge = jnp.ones_like(sorted_scores[..., :1], dtype=bool)  # sharded like the lists
         first = jnp.concatenate([edge, ~same], axis=-1)
         last = jnp.concatenate([~same, edge], axis=-1)
         start = lax.cummax(jnp.where(first, position, 0), axis=axis)
@@ -363,11 +388,50 @@ def _host_sort_applies() -> bool:
 # in chunks of 2^16 items at 3.1x (the int32 outputs are 2x), and took 45
 # against 79 ms on 1,000x1,000 (2^14 was no faster; decision 0011).
 _HOST_CHUNK_ITEMS = 1 << 16
+# The chunks are shared among this many threads: NumPy's sorts and ufuncs
+# release the GIL, and XLA's own threads wait while a callback runs
+# (decision 0004).
+_HOST_THREADS = min(os.cpu_count() or 1, 8)
+# A thread is given at least this many items; below it, handing work over
+# costs more than it saves.
+_HOST_MIN_ITEMS_PER_THREAD = 1 << 15
+_host_pool: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _row_chunks(rows: int, n: int):
     step = max(1, _HOST_CHUNK_ITEMS // max(n, 1))
     return (slice(start, min(start + step, rows)) for start in range(0, rows, step))
+
+
+def _for_row_chunks(work: Callable[[slice], None], rows: int, n: int) -> None:
+    """Call ``work(chunk)`` for every chunk of rows, the chunks spread over threads.
+
+    ``work`` must write only its own chunk's rows of preallocated outputs.
+    """
+    chunks = list(_row_chunks(rows, n))
+    threads = min(_HOST_THREADS, len(chunks), rows * n // _HOST_MIN_ITEMS_PER_THREAD)
+    if threads <= 1:
+        for chunk in chunks:
+            work(chunk)
+        return
+
+    def run_share(share):
+        for chunk in share:
+            work(chunk)
+
+    # list() waits for every share and re-raises the first failure.
+    list(_thread_pool().map(run_share, [chunks[t::threads] for t in range(threads)]))
+
+
+def _thread_pool() -> ThreadPoolExecutor:
+    """The host callbacks' thread pool, created afresh in a forked child."""
+    global _host_pool
+    if _host_pool is None or _host_pool[0] != os.getpid():
+        _host_pool = (
+            os.getpid(),
+            ThreadPoolExecutor(_HOST_THREADS, thread_name_prefix="lodestar-host"),
+        )
+    return _host_pool[1]
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
@@ -378,8 +442,11 @@ def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
     valid = np.broadcast_to(valid, shape).reshape(-1, n)
     above = np.empty(scores.shape, np.int32)
     tied = np.empty(scores.shape, np.int32)
-    for rows in _row_chunks(scores.shape[0], n):
+
+    def work(rows):
         above[rows], tied[rows] = _host_tie_blocks_2d(scores[rows], valid[rows], ignore_ties)
+
+    _for_row_chunks(work, scores.shape[0], n)
     return above.reshape(shape), tied.reshape(shape)
 
 
@@ -458,9 +525,102 @@ def _host_argsort(key) -> np.ndarray:
     n = key.shape[-1]
     flat = key.reshape(-1, n)
     order = np.empty(flat.shape, np.int32)
-    for rows in _row_chunks(flat.shape[0], n):
+
+    def work(rows):
         order[rows] = np.argsort(flat[rows], axis=-1)
+
+    _for_row_chunks(work, flat.shape[0], n)
     return order.reshape(key.shape)
+
+
+def largest_values(values: jax.Array, k: int, *, count_kth: bool = False):
+    """The ``k`` largest values of each list, descending: ``lax.top_k``'s values.
+
+    On CPU, where ``_host_sort_applies``, this is NumPy's sort behind
+    :func:`jax.pure_callback`: on 10,000x100 it takes about 1.3 ms against
+    10 ms for :func:`jax.lax.top_k` (decision 0004). Values pass through
+    ``stop_gradient``. Mask padding to the lowest value first.
+
+    Args:
+      values: ``(..., n)`` values, ``n >= k``.
+      k: How many to return.
+      count_kth: Also return how many values equal the k-th largest.
+
+    Returns:
+      ``(..., k)`` values in ``values``' dtype; with ``count_kth``, also an
+      int32 ``(...)`` count (0 where the k-th largest is NaN).
+    """
+    values = lax.stop_gradient(values)
+    if not _host_sort_applies():
+        top = lax.top_k(values, k)[0]
+        if not count_kth:
+            return top
+        count = jnp.sum(values == top[..., k - 1 :], axis=-1, dtype=jnp.int32)
+        return top, count
+    largest = jax.typeof(values).update(shape=values.shape[:-1] + (k,), weak_type=False)
+    results = (largest,)
+    if count_kth:
+        results += (largest.update(shape=values.shape[:-1], dtype=jnp.dtype(jnp.int32)),)
+    found = jax.pure_callback(
+        functools.partial(_host_largest_values, k=k, count_kth=count_kth),
+        results,
+        values,
+        vmap_method="broadcast_all",
+    )
+    return found if count_kth else found[0]
+
+
+def _host_largest_values(values, *, k: int, count_kth: bool):
+    values = np.asarray(values)
+    n = values.shape[-1]
+    flat = values.reshape(-1, n)
+    largest = np.empty((flat.shape[0], k), flat.dtype)
+    kth_count = np.empty(flat.shape[0], np.int32)
+
+    def work(rows):
+        # An ascending sort, last k reversed: no key transform, so integers
+        # cannot overflow. NumPy sorts NaN last, where top_k puts it too.
+        ordered = np.sort(flat[rows], axis=-1)
+        largest[rows] = ordered[:, n - k :][:, ::-1]
+        if count_kth:
+            kth_count[rows] = _count_kth(ordered, k)
+
+    _for_row_chunks(work, flat.shape[0], n)
+    batch = values.shape[:-1]
+    largest = largest.reshape(batch + (k,))
+    return (largest, kth_count.reshape(batch)) if count_kth else (largest,)
+
+
+# Values equal to the k-th largest sit next to it in a sorted row. Those below
+# it are counted by stepping down a column at a time, while any row's run
+# continues, for at most this many steps; rows still running after them are
+# counted with one comparison over what is left of the row.
+_KTH_RUN_STEPS = 4
+
+
+def _count_kth(ordered: np.ndarray, k: int) -> np.ndarray:
+    """How many values of each ascending ``(rows, n)`` row equal its k-th largest.
+
+    A row-wide comparison and sum costs about half a sort, so only the
+    neighbourhood of the k-th largest is read unless its run is long.
+    """
+    n = ordered.shape[-1]
+    kth = ordered[:, n - k]
+    running = kth == kth  # a NaN equals nothing, itself included
+    count = running.astype(np.int32)
+    count += np.sum(ordered[:, n - k + 1 :] == kth[:, None], axis=-1, dtype=np.int32)
+    column = n - k - 1
+    for _ in range(_KTH_RUN_STEPS):
+        if column < 0 or not running.any():
+            return count
+        running &= ordered[:, column] == kth
+        count += running
+        column -= 1
+    if column >= 0 and running.any():
+        long = np.flatnonzero(running)
+        rest = ordered[long, : column + 1] == kth[long, None]
+        count[long] += np.sum(rest, axis=-1, dtype=np.int32)
+    return count
 
 
 def _mask_padding(blocks: TieBlocks, valid) -> TieBlocks:
@@ -495,6 +655,106 @@ def block_mean(cumulative_table: jax.Array, blocks: TieBlocks) -> jax.Array:
     stop = jnp.minimum(blocks.above + blocks.tied, n)
     span = at_positions(cumulative_table, stop) - at_positions(cumulative_table, start)
     return span / blocks.tied.astype(span.dtype)
+
+
+def block_weighted_sum(
+    scores: jax.Array,
+    values: jax.Array,
+    valid: jax.Array | None,
+    cumulative_table: jax.Array,
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    method: str = "auto",
+) -> jax.Array:
+    """``sum_i values[i] * m[i]`` per list, ``m[i]`` the block mean of a positional table.
+
+    ``m[i]`` is item ``i``'s mean of the table over the positions its block
+    spans (:func:`block_mean` of :func:`tie_blocks`), so the sum is the exact
+    tie-averaged value of ``sum_p table[p] * values[item at p]``: DCG with
+    gains as values and discounts as the table, the expected number of
+    relevant items in the top ``k`` with indicators.
+
+    Where the ``topk`` method averages ties, no per-item counts are formed:
+    every block starting before ``k`` holds one of the ``k`` largest values,
+    so the blocks above the k-th value are read off the sorted top values, and
+    one pass over the list sums the values of the items in them and of the
+    items at the k-th value, whose block may continue past the top ``k``. On
+    10,000x100 with k = 10 that takes DCG from about 7 to 3 ms (decision 0004).
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      values: ``(..., n)`` per-item numbers to weight.
+      valid: ``(..., n)`` boolean mask of real items, or None for all real.
+      cumulative_table: ``(n + 1,)`` prefix sums of a positional table that is
+        zero from position ``k`` on (so ``W[p] = W[k]`` for ``p >= k``).
+      k: Cut-off; only blocks starting before it count.
+      ignore_ties: Break ties by descending index instead of averaging.
+      method: One of :data:`METHODS`.
+
+    Returns:
+      ``(...)`` sums in the dtype of ``values * cumulative_table``; padding
+      takes no part.
+    """
+    n = scores.shape[-1]
+    if valid is None:
+        valid = jnp.ones(scores.shape, bool)
+    if k is not None and k >= n:
+        k = None
+    if method == "auto":
+        method = choose_method(n, k, ignore_ties=ignore_ties)
+    if method == "topk" and k is not None and not ignore_ties and n > 0:
+        scores = rankable(scores, merge_zeros=False)
+        return _topk_weighted_sum(scores, values, valid, cumulative_table, k)
+    blocks = tie_blocks(scores, valid, k=k, ignore_ties=ignore_ties, method=method)
+    means = block_mean(cumulative_table, blocks)
+    return jnp.sum(jnp.where(valid, values * means, 0), axis=-1)
+
+
+def _topk_weighted_sum(scores, values, valid, cumulative_table, k):
+    # Padding takes the lowest value, so it can only meet the k-th value.
+    lowest = _lowest(scores.dtype)
+    masked = jnp.where(valid, scores, lowest)
+    top, tied = largest_values(masked, k, count_kth=True)  # descending
+    threshold = top[..., k - 1 :]
+    # The k-th value's block may continue past the top k; its size was counted
+    # over the whole list, padding included if it sits at the lowest value.
+    padding = jnp.sum(~valid, axis=-1, dtype=jnp.int32)
+    tied = jnp.where(threshold[..., 0] == lowest, tied - padding, tied)
+    # In the sorted top values a block is a run of equal values; the last
+    # run's size is the count above.
+    start, stop = _runs(top)
+    size = jnp.where(top == threshold, tied[..., None], stop - start)
+    means = block_mean(cumulative_table, TieBlocks(start, jnp.maximum(size, 1)))
+    # Every slot of a run carries its block's mean, so any match will do; an
+    # item matching no slot ranks at k or later.
+    item_means = jnp.zeros(scores.shape, means.dtype)
+    for j in range(k):
+        item_means = jnp.where(masked == top[..., j : j + 1], means[..., j : j + 1], item_means)
+    return jnp.sum(jnp.where(valid, values * item_means, 0), axis=-1)
+
+
+def _runs(top: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """First and past-last slot of each slot's run of equal values in sorted rows.
+
+    A run's first slot is the count of values above it and its past-last slot
+    the count of values at or above it. Up to 32 slots, counting them pairwise
+    is about 3x faster than the running max and min XLA:CPU makes of
+    ``cummax`` and ``cummin``; beyond, the counts would cost k^2.
+    """
+    k = top.shape[-1]
+    if k <= _CHUNK:
+        start = jnp.sum(top[..., None, :] > top[..., :, None], axis=-1, dtype=jnp.int32)
+        stop = jnp.sum(top[..., None, :] >= top[..., :, None], axis=-1, dtype=jnp.int32)
+        return start, stop
+    slot = lax.broadcasted_iota(jnp.int32, top.shape, top.ndim - 1)
+    same = top[..., 1:] == top[..., :-1]
+    edge = jnp.ones_like(top[..., :1], dtype=bool)
+    first = jnp.concatenate([edge, ~same], axis=-1)
+    last = jnp.concatenate([~same, edge], axis=-1)
+    start = lax.cummax(jnp.where(first, slot, 0), axis=top.ndim - 1)
+    stop = lax.cummin(jnp.where(last, slot + 1, k), axis=top.ndim - 1, reverse=True)
+    return start, stop
 
 
 class FirstRelevantBlock(NamedTuple):

@@ -149,7 +149,7 @@ def _evaluate(
         lists.labels,
         lists.where,
         n if k is None else min(k, n),
-        rank_k=_ranking.exploited_cutoff(n, k),
+        rank_k=_ranking.exploited_cutoff(n, k, ignore_ties=ignore_ties),
         ignore_ties=ignore_ties,
         **options,
     )
@@ -169,9 +169,9 @@ def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
     None) only lets the engine skip ranking past it.
     """
     table = _gains.discount_table(scores.shape[-1], k=k, log_base=log_base, dtype=gains.dtype)
-    blocks = _ranking.tie_blocks(scores, valid, k=rank_k, ignore_ties=ignore_ties)
-    weights = _ranking.block_mean(table, blocks)
-    return jnp.sum(jnp.where(valid, gains * weights, 0), axis=-1)
+    return _ranking.block_weighted_sum(
+        scores, gains, valid, table, k=rank_k, ignore_ties=ignore_ties
+    )
 
 
 def _ideal_discounted_gain(gains, valid, *, k, rank_k):
@@ -183,8 +183,8 @@ def _ideal_discounted_gain(gains, valid, *, k, rank_k):
     n = gains.shape[-1]
     table = _gains.discount_table(n, k=k, log_base=2.0, dtype=gains.dtype)
     if rank_k is not None:
-        # Only the k largest gains matter: one top_k and a dot product.
-        top = lax.top_k(jnp.where(valid, gains, -jnp.inf), rank_k)[0]
+        # Only the k largest gains matter: their values and a dot product.
+        top = _ranking.largest_values(jnp.where(valid, gains, -jnp.inf), rank_k)
         top = jnp.where(top == -jnp.inf, 0, top)
         return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
     if n >= _ranking.ORDER_BY_SORT_MIN_N:
@@ -614,9 +614,10 @@ def _relevant_in_top(scores, relevant, valid, k, *, rank_k, ignore_ties, dtype):
     block mean of the indicator ``1[p < k]``, whose prefix sums are ``min(p, k)``.
     """
     n = scores.shape[-1]
-    blocks = _ranking.tie_blocks(scores, valid, k=rank_k, ignore_ties=ignore_ties)
-    in_top = _ranking.block_mean(jnp.minimum(jnp.arange(n + 1), k).astype(dtype), blocks)
-    return jnp.sum(jnp.where(relevant, in_top, 0), axis=-1)
+    table = jnp.minimum(jnp.arange(n + 1), k).astype(dtype)
+    return _ranking.block_weighted_sum(
+        scores, relevant.astype(dtype), valid, table, k=rank_k, ignore_ties=ignore_ties
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
