@@ -193,12 +193,16 @@ def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
     top = jax.lax.top_k(values, k)[0]
     count = np.sum(values == np.asarray(top)[..., k - 1 :], axis=-1)
     assert count.max() > 1  # ties at the k-th value (none counted at a NaN)
+    also = values[::-1].astype(np.float32)
     for host in (True, False):
         monkeypatch.setattr(_ranking, "_host_sort_applies", lambda host=host: host)
-        got, got_count = jax.jit(lambda v: _ranking.largest_values(v, k, count_kth=True))(values)
-        assert got.dtype == values.dtype
+        got, got_count, got_also = jax.jit(
+            lambda v, a: _ranking._largest(v, k, count_kth=True, also=a)
+        )(values, also)
+        assert got.dtype == values.dtype and got_also.dtype == also.dtype
         np.testing.assert_array_equal(got, top)
         np.testing.assert_array_equal(got_count, count)
+        np.testing.assert_array_equal(got_also, jax.lax.top_k(also, k)[0])
         batched = jax.vmap(lambda v: _ranking.largest_values(v, k))(values)
         np.testing.assert_array_equal(batched, top)
 

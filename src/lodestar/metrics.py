@@ -162,30 +162,40 @@ def _evaluate(
     return lists.per_list(value)
 
 
-def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties):
+def _discounted_gain(scores, gains, valid, *, k, rank_k, log_base, ignore_ties, largest_of=None):
     """Tie-averaged DCG of ``gains`` ranked by ``scores``; padding excluded.
 
     ``k`` (possibly traced) truncates the discounts; ``rank_k`` (static, or
-    None) only lets the engine skip ranking past it.
+    None) only lets the engine skip ranking past it. With ``largest_of`` (and
+    ``rank_k``), also its ``rank_k`` largest values, from the same host sort
+    where the engine sorts on the host.
     """
     table = _gains.discount_table(scores.shape[-1], k=k, log_base=log_base, dtype=gains.dtype)
     return _ranking.block_weighted_sum(
-        scores, gains, valid, table, k=rank_k, ignore_ties=ignore_ties
+        scores, gains, valid, table, k=rank_k, ignore_ties=ignore_ties, largest_of=largest_of
     )
 
 
-def _ideal_discounted_gain(gains, valid, *, k, rank_k):
+def _ideal_candidates(gains, valid):
+    """The gains the ideal ranks, padding at -inf so that it comes last."""
+    return jnp.where(valid, gains, -jnp.inf)
+
+
+def _ideal_discounted_gain(gains, valid, *, k, rank_k, top_gains=None):
     """DCG of the list ranked by its own gains (base 2), padding excluded.
 
     Equal gains are interchangeable, so any order of them gives the exact
     ideal. Which route is cheapest depends on the shape (decision 0004).
+    ``top_gains`` are the ``rank_k`` largest of :func:`_ideal_candidates`,
+    if already found.
     """
     n = gains.shape[-1]
     table = _gains.discount_table(n, k=k, log_base=2.0, dtype=gains.dtype)
     if rank_k is not None:
         # Only the k largest gains matter: their values and a dot product.
-        top = _ranking.largest_values(jnp.where(valid, gains, -jnp.inf), rank_k)
-        top = jnp.where(top == -jnp.inf, 0, top)
+        if top_gains is None:
+            top_gains = _ranking.largest_values(_ideal_candidates(gains, valid), rank_k)
+        top = jnp.where(top_gains == -jnp.inf, 0, top_gains)
         return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
     if n >= _ranking.ORDER_BY_SORT_MIN_N:
         order = _ranking.descending_order(gains, valid)
@@ -268,10 +278,15 @@ def ndcg_kernel(scores, labels, where, k, *, rank_k, gain, ignore_ties):
     valid = _valid(scores, where)
     dtype = result_dtype(scores, labels)
     gains = jnp.where(valid, _gains.apply_gain(gain, labels.astype(dtype)), 0)
-    value = _discounted_gain(
-        scores, gains, valid, k=k, rank_k=rank_k, log_base=2.0, ignore_ties=ignore_ties
-    )
-    ideal = _ideal_discounted_gain(gains, valid, k=k, rank_k=rank_k)
+    options = dict(k=k, rank_k=rank_k, log_base=2.0, ignore_ties=ignore_ties)
+    top_gains = None
+    if rank_k is None:
+        value = _discounted_gain(scores, gains, valid, **options)
+    else:
+        # One host sort finds the top scores and the top gains alike.
+        candidates = _ideal_candidates(gains, valid)
+        value, top_gains = _discounted_gain(scores, gains, valid, **options, largest_of=candidates)
+    ideal = _ideal_discounted_gain(gains, valid, k=k, rank_k=rank_k, top_gains=top_gains)
     nonzero = ideal != 0
     value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
     return value
