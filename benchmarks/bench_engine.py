@@ -15,7 +15,8 @@ methods (see ``src/lodestar/_ranking.py``):
 ``method="auto"`` (``_ranking.choose_method``) picks ``topk`` for ``k < n``,
 ``k <= TOPK_MAX_K`` and ``n >= TOPK_MIN_N`` when ``n >= TOPK_MIN_RATIO_HOST * k``
 (ties averaged on CPU, where the top values come from NumPy's sort), or, with
-``lax.top_k``, when ``n > TOPK_ALWAYS_N`` or ``n >= TOPK_MIN_RATIO * k``;
+``lax.top_k``, when ``k <= TOPK_MAX_K_XLA`` and ``n > TOPK_ALWAYS_N`` or
+``n >= TOPK_MIN_RATIO * k``;
 otherwise ``pairwise`` for ``n <= PAIRWISE_MAX_N``, else ``host`` on CPU and
 ``sort`` elsewhere.
 
@@ -88,6 +89,7 @@ THRESHOLDS = {
         "TOPK_MIN_RATIO_HOST",
         "TOPK_MIN_RATIO",
         "TOPK_ALWAYS_N",
+        "TOPK_MAX_K_XLA",
     )
 }
 

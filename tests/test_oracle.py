@@ -225,6 +225,28 @@ def test_count_of_the_kth_largest_reads_runs_of_every_length(k):
     np.testing.assert_array_equal(_ranking._count_kth(ordered, k), want)
 
 
+@pytest.mark.parametrize("host", [True, False])
+def test_auto_rule_follows_the_measured_thresholds(monkeypatch, host):
+    # decision 0012: top-k from NumPy's sort is cheap enough from n >= 3k;
+    # with lax.top_k (the descending-index tie-break, or off the CPU host
+    # path) only for k <= 64 and n > 384 or n >= 16k.
+    monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
+    averaged = {(100, 10): "topk", (100, 32): "topk", (100, 34): "pairwise", (79, 1): "pairwise"}
+    by_index = {(100, 10): "pairwise", (160, 10): "topk", (1000, 64): "topk"}
+    for (n, k), method in averaged.items():
+        assert _ranking.choose_method(n, k) == (
+            method if host else by_index.get((n, k), "pairwise")
+        )
+    for (n, k), method in by_index.items():
+        assert _ranking.choose_method(n, k, ignore_ties=True) == method
+    assert _ranking.choose_method(1000, 128, ignore_ties=True) == "sort_or_host"
+    assert _ranking.choose_method(1000, 128) == ("topk" if host else "sort_or_host")
+    assert _ranking.choose_method(512, None) == "pairwise"
+    assert _ranking.choose_method(513, None) == "sort_or_host"
+    assert _ranking.exploited_cutoff(100, 10) == (10 if host else None)
+    assert _ranking.exploited_cutoff(100, 10, ignore_ties=True) is None
+
+
 @pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
 def test_engine_methods_agree_under_vmap(method):
     rng = np.random.default_rng(3)

@@ -65,6 +65,8 @@ TOPK_MIN_N = 80
 TOPK_MIN_RATIO_HOST = 3
 TOPK_MIN_RATIO = 16
 TOPK_ALWAYS_N = 384
+# lax.top_k's n * k comparisons lose to the threaded host sort above this k.
+TOPK_MAX_K_XLA = 64
 # From this length on, the NDCG ideal orders the gains with one argsort
 # (descending_order) instead of a second counting pass; below it the pass is
 # cheaper (benchmarks: 22 ms against 39 ms at n = 100, 11 against 8 at n = 32).
@@ -122,7 +124,7 @@ def choose_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
         if not ignore_ties and _host_sort_applies():
             if n >= TOPK_MIN_RATIO_HOST * k:
                 return "topk"
-        elif n > TOPK_ALWAYS_N or n >= TOPK_MIN_RATIO * k:
+        elif k <= TOPK_MAX_K_XLA and (n > TOPK_ALWAYS_N or n >= TOPK_MIN_RATIO * k):
             return "topk"
     if n <= PAIRWISE_MAX_N:
         return "pairwise"
