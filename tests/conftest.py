@@ -16,6 +16,12 @@ jax.config.update("jax_enable_x64", True)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# multidevice_check.py is a script for a subprocess: it sets XLA_FLAGS for 8 CPU
+# devices at import. Collected for doctests, it would set them in this process
+# too, and a backend started after that would have 8 devices, which turns the
+# host-sort paths off for the rest of the session.
+collect_ignore = ["multidevice_check.py"]
+
 settings.register_profile(
     "default",
     max_examples=60,
