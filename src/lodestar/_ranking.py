@@ -54,7 +54,7 @@ from jax import lax
 METHODS = ("auto", "pairwise", "topk", "sort", "host")
 
 # Thresholds for method="auto"; measured in benchmarks/bench_engine.py and
-# recorded in docs/decisions/0004-rank-engine-algorithms.md.
+# recorded in docs/decisions/0004-rank-engine-algorithms.md and 0012.
 PAIRWISE_MAX_N = 512
 TOPK_MAX_K = 128
 # Top-k needs TOPK_MIN_N items and n >= ratio * k. How small k must be depends
@@ -332,11 +332,7 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
         same = (sorted_scores[..., 1:] == sorted_scores[..., :-1]) & (
             sorted_padding[..., 1:] == sorted_padding[..., :-1]
         )
-        edge = jnp.ones_like(sorted_scores[..., :1], dtype=bool)  # sharded like the lists
-        first = jnp.concatenate([edge, ~same], axis=-1)
-        last = jnp.concatenate([~same, edge], axis=-1)
-        start = lax.cummax(jnp.where(first, position, 0), axis=axis)
-        end = lax.cummin(jnp.where(last, position + 1, n), axis=axis, reverse=True)
+        start, end = _run_bounds(same, position)
         above_sorted, tied_sorted = start, end - start
 
     def unsort(values, order):
@@ -785,12 +781,23 @@ def _runs(top: jax.Array) -> tuple[jax.Array, jax.Array]:
         stop = jnp.sum(top[..., None, :] >= top[..., :, None], axis=-1, dtype=jnp.int32)
         return start, stop
     slot = lax.broadcasted_iota(jnp.int32, top.shape, top.ndim - 1)
-    same = top[..., 1:] == top[..., :-1]
-    edge = jnp.ones_like(top[..., :1], dtype=bool)
+    return _run_bounds(top[..., 1:] == top[..., :-1], slot)
+
+
+def _run_bounds(same: jax.Array, position: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """First and past-last position of each position's run along the last axis.
+
+    ``same[..., j]`` says whether positions ``j`` and ``j + 1`` share a run;
+    ``position`` is the iota of the last axis. A running max of the runs'
+    first positions and a reverse running min of their past-last positions
+    give both bounds at every position.
+    """
+    axis = position.ndim - 1
+    edge = jnp.ones_like(position[..., :1], dtype=bool)  # sharded like the lists
     first = jnp.concatenate([edge, ~same], axis=-1)
     last = jnp.concatenate([~same, edge], axis=-1)
-    start = lax.cummax(jnp.where(first, slot, 0), axis=top.ndim - 1)
-    stop = lax.cummin(jnp.where(last, slot + 1, k), axis=top.ndim - 1, reverse=True)
+    start = lax.cummax(jnp.where(first, position, 0), axis=axis)
+    stop = lax.cummin(jnp.where(last, position + 1, position.shape[-1]), axis=axis, reverse=True)
     return start, stop
 
 

@@ -265,10 +265,9 @@ def dcg_kernel(scores, labels, where, k, *, log_base, rank_k, gain, ignore_ties)
     valid = _valid(scores, where)
     dtype = result_dtype(scores, labels)
     gains = _gains.apply_gain(gain, labels.astype(dtype))
-    value = _discounted_gain(
+    return _discounted_gain(
         scores, gains, valid, k=k, rank_k=rank_k, log_base=log_base, ignore_ties=ignore_ties
     )
-    return value
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
@@ -288,8 +287,7 @@ def ndcg_kernel(scores, labels, where, k, *, rank_k, gain, ignore_ties):
         value, top_gains = _discounted_gain(scores, gains, valid, **options, largest_of=candidates)
     ideal = _ideal_discounted_gain(gains, valid, k=k, rank_k=rank_k, top_gains=top_gains)
     nonzero = ideal != 0
-    value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
-    return value
+    return jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
@@ -309,8 +307,7 @@ def reciprocal_rank_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
     probabilities = _ranking.first_relevant_position_probabilities(block, length, dtype)
     rank = block.above[..., None] + jnp.arange(1, length + 1)  # 1-based rank of offset j
     weights = jnp.where(rank <= k, 1 / rank.astype(dtype), 0)
-    value = jnp.sum(probabilities * weights, axis=-1)
-    return value
+    return jnp.sum(probabilities * weights, axis=-1)
 
 
 def dcg(
@@ -680,8 +677,7 @@ def hits_kernel(scores, labels, where, k, *, rank_k, ignore_ties):
     # lie within k, and a static k bounds c.
     slots = jnp.clip(k - block.above, 0, block.size)
     length = n if rank_k is None else min(rank_k, n)
-    value = 1 - _ranking.probability_none_relevant_first(block, slots, length, dtype)
-    return value
+    return 1 - _ranking.probability_none_relevant_first(block, slots, length, dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("rank_k", "ignore_ties"))
@@ -796,8 +792,7 @@ def err_kernel(scores, labels, where, k, *, max_label, rank_k, ignore_ties):
     length = n if rank_k is None else min(rank_k, n)
     value = _expected_cascade(stop, valid, blocks, k, length=length, dtype=dtype)
     # A grade above max_label would be a stop probability above 1.
-    value = jnp.where(jnp.any(valid & (grades > ceiling), axis=-1), jnp.nan, value)
-    return value
+    return jnp.where(jnp.any(valid & (grades > ceiling), axis=-1), jnp.nan, value)
 
 
 def precision(
