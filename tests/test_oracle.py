@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lodestar import _gains, _ranking, metrics
+from lodestar import _gains, _host, _ranking, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 
@@ -287,10 +287,10 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
     whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
     whole_order = _ranking._host_argsort(-scores)
     whole_largest = _ranking._host_largest_values(scores, k=2, count_kth=True)
-    monkeypatch.setattr(_ranking, "_HOST_CHUNK_ITEMS", 7)
-    monkeypatch.setattr(_ranking, "_HOST_THREADS", threads)
-    monkeypatch.setattr(_ranking, "_HOST_MIN_ITEMS_PER_THREAD", 1)
-    assert len(list(_ranking._row_chunks(11, 3))) == 6
+    monkeypatch.setattr(_host, "CHUNK_ITEMS", 7)
+    monkeypatch.setattr(_host, "THREADS", threads)
+    monkeypatch.setattr(_host, "MIN_ITEMS_PER_THREAD", 1)
+    assert len(list(_host.row_chunks(11, 3))) == 6
     chunked = _ranking.host_tie_blocks(scores, valid, ignore_ties)
     for got, want in zip(chunked, whole, strict=True):
         np.testing.assert_array_equal(got, want)
@@ -305,9 +305,9 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
 
 
 def test_host_threads_raise_a_chunks_failure(monkeypatch):
-    monkeypatch.setattr(_ranking, "_HOST_CHUNK_ITEMS", 4)
-    monkeypatch.setattr(_ranking, "_HOST_THREADS", 2)
-    monkeypatch.setattr(_ranking, "_HOST_MIN_ITEMS_PER_THREAD", 1)
+    monkeypatch.setattr(_host, "CHUNK_ITEMS", 4)
+    monkeypatch.setattr(_host, "THREADS", 2)
+    monkeypatch.setattr(_host, "MIN_ITEMS_PER_THREAD", 1)
     done = []
 
     def work(rows):
@@ -316,13 +316,13 @@ def test_host_threads_raise_a_chunks_failure(monkeypatch):
         done.append(rows.start)
 
     with pytest.raises(RuntimeError, match="chunk failed"):
-        _ranking._for_row_chunks(work, 8, 2)  # chunks start at rows 0, 2, 4, 6
+        _host.for_row_chunks(work, 8, 2)  # chunks start at rows 0, 2, 4, 6
     assert 4 not in done
 
 
 def test_host_thread_pool_is_made_afresh_in_a_forked_child(monkeypatch):
-    pool = _ranking._thread_pool()
-    assert _ranking._thread_pool() is pool
+    pool = _host.thread_pool()
+    assert _host.thread_pool() is pool
     # A forked child inherits the parent's pool object but none of its threads.
-    monkeypatch.setattr(_ranking.os, "getpid", lambda: -1)
-    assert _ranking._thread_pool() is not pool
+    monkeypatch.setattr(_host.os, "getpid", lambda: -1)
+    assert _host.thread_pool() is not pool

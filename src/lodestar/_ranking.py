@@ -41,15 +41,15 @@ backend. The choice and its measurements are recorded in
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from lodestar import _host
 
 METHODS = ("auto", "pairwise", "topk", "sort", "host")
 
@@ -182,10 +182,10 @@ def tie_blocks(
     if method == "sort":
         return _xla_sort(scores, valid, ignore_ties)
     if method == "host":
-        return _host(scores, valid, ignore_ties)
+        return _host_sort(scores, valid, ignore_ties)
     if method == "sort_or_host":
         if _host_sort_applies():
-            return _host(scores, valid, ignore_ties)
+            return _host_sort(scores, valid, ignore_ties)
         return _xla_sort(scores, valid, ignore_ties)
     raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
 
@@ -344,21 +344,12 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
-def _host(scores, valid, ignore_ties) -> TieBlocks:
-    out = _callback_result(scores, jnp.int32)
-    above, tied = jax.pure_callback(
-        lambda s, v: host_tie_blocks(np.asarray(s), np.asarray(v), ignore_ties),
-        (out, out),
-        scores,
-        valid,
-        vmap_method="broadcast_all",
+def _host_sort(scores, valid, ignore_ties) -> TieBlocks:
+    out = _host.result_type(scores, jnp.int32)
+    above, tied = _host.call(
+        lambda s, v: host_tie_blocks(s, v, ignore_ties), (out, out), scores, valid
     )
     return TieBlocks(above, tied)
-
-
-def _callback_result(like: jax.Array, dtype) -> jax.Array:
-    """A host callback's result type: ``like``'s shape, sharding and manual axes."""
-    return jax.typeof(like).update(dtype=jnp.dtype(dtype), weak_type=False)
 
 
 def _host_sort_applies() -> bool:
@@ -380,63 +371,11 @@ def _host_sort_applies() -> bool:
     return not mesh.empty and mesh.are_all_axes_manual
 
 
-# Host callbacks work through a batch this many items at a time: their NumPy
-# temporaries then stay a few cache-sized blocks instead of many copies of the
-# whole batch. Unchunked, host_tie_blocks peaked at 19x the scores' bytes;
-# in chunks of 2^16 items at 3.1x (the int32 outputs are 2x), and took 45
-# against 79 ms on 1,000x1,000 (2^14 was no faster; decision 0011).
-_HOST_CHUNK_ITEMS = 1 << 16
 # The top values' callback keeps only k values of a row, so it can take larger
-# chunks, which halve the cost of counting the k-th value's run (the count
-# steps through a chunk's columns) at the same sorting speed.
+# chunks than _host.CHUNK_ITEMS, which halve the cost of counting the k-th
+# value's run (the count steps through a chunk's columns) at the same sorting
+# speed.
 _TOP_CHUNK_ITEMS = 1 << 18
-# The chunks are shared among this many threads: NumPy's sorts and ufuncs
-# release the GIL, and XLA's own threads wait while a callback runs
-# (decision 0012).
-_HOST_THREADS = min(os.cpu_count() or 1, 8)
-# A thread is given at least this many items; below it, handing work over
-# costs more than it saves.
-_HOST_MIN_ITEMS_PER_THREAD = 1 << 15
-_host_pool: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _row_chunks(rows: int, n: int, items: int | None = None):
-    step = max(1, (items or _HOST_CHUNK_ITEMS) // max(n, 1))
-    return (slice(start, min(start + step, rows)) for start in range(0, rows, step))
-
-
-def _for_row_chunks(
-    work: Callable[[slice], None], rows: int, n: int, items: int | None = None
-) -> None:
-    """Call ``work(chunk)`` for every chunk of rows, the chunks spread over threads.
-
-    A chunk holds about ``items`` items (default ``_HOST_CHUNK_ITEMS``).
-    ``work`` must write only its own chunk's rows of preallocated outputs.
-    """
-    chunks = list(_row_chunks(rows, n, items))
-    threads = min(_HOST_THREADS, len(chunks), rows * n // _HOST_MIN_ITEMS_PER_THREAD)
-    if threads <= 1:
-        for chunk in chunks:
-            work(chunk)
-        return
-
-    def run_share(share):
-        for chunk in share:
-            work(chunk)
-
-    # list() waits for every share and re-raises the first failure.
-    list(_thread_pool().map(run_share, [chunks[t::threads] for t in range(threads)]))
-
-
-def _thread_pool() -> ThreadPoolExecutor:
-    """The host callbacks' thread pool, created afresh in a forked child."""
-    global _host_pool
-    if _host_pool is None or _host_pool[0] != os.getpid():
-        _host_pool = (
-            os.getpid(),
-            ThreadPoolExecutor(_HOST_THREADS, thread_name_prefix="lodestar-host"),
-        )
-    return _host_pool[1]
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
@@ -451,7 +390,7 @@ def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
     def work(rows):
         above[rows], tied[rows] = _host_tie_blocks_2d(scores[rows], valid[rows], ignore_ties)
 
-    _for_row_chunks(work, scores.shape[0], n)
+    _host.for_row_chunks(work, scores.shape[0], n)
     return above.reshape(shape), tied.reshape(shape)
 
 
@@ -519,9 +458,7 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
 
     if not _host_sort_applies():
         return jnp.argsort(key, axis=-1).astype(jnp.int32)
-    return jax.pure_callback(
-        _host_argsort, _callback_result(key, jnp.int32), key, vmap_method="broadcast_all"
-    )
+    return _host.call(lambda k: (_host_argsort(k),), (_host.result_type(key, jnp.int32),), key)[0]
 
 
 def _host_argsort(key) -> np.ndarray:
@@ -534,7 +471,7 @@ def _host_argsort(key) -> np.ndarray:
     def work(rows):
         order[rows] = np.argsort(flat[rows], axis=-1)
 
-    _for_row_chunks(work, flat.shape[0], n)
+    _host.for_row_chunks(work, flat.shape[0], n)
     return order.reshape(key.shape)
 
 
@@ -570,14 +507,11 @@ def _largest(values, k, *, count_kth, also=None):
         if count_kth:
             count = jnp.sum(arrays[0] == tops[0][..., k - 1 :], axis=-1, dtype=jnp.int32)
         return tops[0], count, tops[1] if also is not None else None
-    results = [jax.typeof(a).update(shape=a.shape[:-1] + (k,), weak_type=False) for a in arrays]
+    results = [_host.result_type(a, a.dtype, a.shape[:-1] + (k,)) for a in arrays]
     if count_kth:
-        results.append(results[0].update(shape=values.shape[:-1], dtype=jnp.dtype(jnp.int32)))
-    found = jax.pure_callback(
-        functools.partial(_host_largest_values, k=k, count_kth=count_kth),
-        tuple(results),
-        *arrays,
-        vmap_method="broadcast_all",
+        results.append(_host.result_type(values, jnp.int32, values.shape[:-1]))
+    found = _host.call(
+        functools.partial(_host_largest_values, k=k, count_kth=count_kth), results, *arrays
     )
     tops, count = found[: len(arrays)], found[len(arrays)] if count_kth else None
     return tops[0], count, tops[1] if also is not None else None
@@ -606,7 +540,7 @@ def _host_largest_values(*arrays, k: int, count_kth: bool):
             if count_kth and top is largest[0]:
                 kth_count[chunk] = _count_kth(ordered, k)
 
-    _for_row_chunks(work, rows, n, _TOP_CHUNK_ITEMS)
+    _host.for_row_chunks(work, rows, n, _TOP_CHUNK_ITEMS)
     found = tuple(top.reshape(batch + (k,)) for top in largest)
     return found + ((kth_count.reshape(batch),) if count_kth else ())
 

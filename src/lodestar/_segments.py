@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _validation
+from lodestar import _host, _validation
 
 
 def _check_size(value, *, name: str, caller: str) -> int | None:
@@ -120,12 +120,12 @@ def _stable_order(key: jax.Array) -> jax.Array:
     """Indices that sort each row of integer ``key`` ascending, stably."""
 
     def host(key):
-        return jax.pure_callback(
-            lambda k: np.argsort(np.asarray(k), axis=-1, kind="stable").astype(np.int32),
-            jax.ShapeDtypeStruct(key.shape, jnp.int32),
+        (order,) = _host.call(
+            lambda k: (np.argsort(k, axis=-1, kind="stable"),),
+            (_host.result_type(key, jnp.int32),),
             key,
-            vmap_method="broadcast_all",
         )
+        return order
 
     def device(key):
         axis = key.ndim - 1

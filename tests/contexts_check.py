@@ -1,0 +1,119 @@
+"""Run by tests/test_contexts.py in a fresh process: one configuration per run.
+
+``python contexts_check.py MODE ROWS`` evaluates every exact metric and the
+rank-aware loss on batches that reach every host-callback path (the host sort
+of long lists, the top values of the top-k path, the NDCG ideal's argsort and
+the packed-list layout), and prints one line per result, ``name sha256``, of
+the values' bytes. MODE is:
+
+* ``global``: ``jax_enable_x64`` set for the whole process (the reference);
+* ``context``: x64 off for the process, each call inside
+  ``with jax.enable_x64(True):`` (JAX's thread-local context manager);
+* ``threads``: as ``context``, from four Python threads at once, each calling
+  every function three times in its own order; every thread's results are
+  checked against the first thread's before printing.
+
+JAX's configuration contexts are thread-local, while host callbacks run on
+XLA's threads and on lodestar's pool, so a callback that read the calling
+thread's configuration at run time would fail (or silently narrow float64
+scores to float32) in the ``context`` and ``threads`` modes only.
+"""
+
+import hashlib
+import sys
+import threading
+
+import jax
+
+MODE, ROWS = sys.argv[1], int(sys.argv[2])
+if MODE == "global":
+    jax.config.update("jax_enable_x64", True)
+
+import functools  # noqa: E402
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from lodestar import _ranking, losses, metrics  # noqa: E402
+
+FUNCTIONS = {
+    **{name: getattr(metrics, name) for name in metrics.__all__ if name != "err"},
+    "err": functools.partial(metrics.err, max_label=3),
+    "lambda_loss": functools.partial(losses.lambda_loss, reduction="none"),
+}
+
+
+def batches():
+    """(name, scores, labels, options): every host path, float64 and float32."""
+    rng = np.random.default_rng(20261201)
+    long = _ranking.PAIRWISE_MAX_N * 2  # host sort of whole lists
+    rows = ROWS
+    scores = rng.random((rows, long))
+    # Scores distinct only beyond float32's resolution: narrowed to float32
+    # they would tie, and every metric would move.
+    scores[:, :8] = 0.5 + np.arange(8) * 1e-12
+    labels = rng.integers(0, 4, (rows, long)).astype(np.float64)
+    labels[:, :8] = np.arange(8) % 4
+    for k in (None, 10):
+        yield f"long_k{k}", scores, labels, {"k": k}
+    yield "long_f32_k10", scores.astype(np.float32), labels.astype(np.float32), {"k": 10}
+    segments = np.repeat(np.arange(4), long // 4)[None].repeat(rows // 10, 0)
+    yield "packed", scores[: rows // 10], labels[: rows // 10], {"segments": segments}
+
+
+def evaluate():
+    """Every function on every batch, as ``{name: sha256 of the values}``."""
+    digests = {}
+    for batch, scores, labels, options in batches():
+        for name, function in FUNCTIONS.items():
+            arguments = scores, labels, options
+            if name == "lambda_loss":
+                # Its n x n pairs would need 25 GB at full size; its ranks come
+                # from the same engine, so a few lists reach the same paths.
+                if "k" in options:
+                    continue
+                arguments = scores[:32], labels[:32], options
+                if "segments" in options:
+                    arguments = scores[:32], labels[:32], {"segments": options["segments"][:32]}
+            with jax.enable_x64(True):
+                s, y = jnp.asarray(arguments[0]), jnp.asarray(arguments[1])
+                value = np.asarray(function(s, y, **arguments[2]))
+            digests[f"{name}[{batch}] {value.dtype}"] = hashlib.sha256(value.tobytes()).hexdigest()
+    return digests
+
+
+def main():
+    if MODE != "threads":
+        results = evaluate()
+    else:
+        found, errors = [], []
+
+        def worker():
+            try:
+                for _ in range(3):
+                    found.append(evaluate())
+            except Exception as error:  # reported below, with the others
+                errors.append(repr(error))
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            print("FAIL", errors[0][:2000])
+            return 1
+        results = found[0]
+        for other in found[1:]:
+            if other != results:
+                different = sorted(k for k in results if other.get(k) != results[k])
+                print("FAIL threads disagree on", different[:5])
+                return 1
+    for name, digest in sorted(results.items()):
+        print(name, digest)
+    print("OK", len(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
