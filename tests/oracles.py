@@ -88,8 +88,8 @@ def precision_of_order(labels, order, *, k=None):
     return 0.0 if slots == 0 else found / slots
 
 
-def recall_of_order(labels, order, *, k=None):
-    total = sum(x != 0 for x in labels)
+def recall_of_order(labels, order, *, k=None, num_relevant=None):
+    total = sum(x != 0 for x in labels) if num_relevant is None else num_relevant
     return 0.0 if total == 0 else sum(_relevant_flags(labels, order, k)) / total
 
 
@@ -97,9 +97,9 @@ def hits_of_order(labels, order, *, k=None):
     return float(any(_relevant_flags(labels, order, k)))
 
 
-def ap_of_order(labels, order, *, k=None):
+def ap_of_order(labels, order, *, k=None, num_relevant=None):
     """Sum of precision at each relevant rank within k, over all relevant items."""
-    total = sum(x != 0 for x in labels)
+    total = sum(x != 0 for x in labels) if num_relevant is None else num_relevant
     found, summed = 0, 0.0
     for position, flag in enumerate(_relevant_flags(labels, order, k)):
         if flag:

@@ -25,7 +25,7 @@ import pytest
 import rax_compat
 from jax.test_util import check_grads
 
-from lodestar import InvalidParameterError, metrics, smooth
+from lodestar import InvalidParameterError, _soft_ranks, metrics, smooth
 
 METHODS = smooth.METHODS
 TEMPERATURES = (1.0, 0.1, 0.01, 0.001)
@@ -497,7 +497,7 @@ def _dense_sigmoid_ranks(s, valid, temperature):
     return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
 
 
-@pytest.mark.parametrize("n", [smooth._BLOCKED_MIN_N, 700])
+@pytest.mark.parametrize("n", [_soft_ranks._BLOCKED_MIN_N, 700])
 def test_long_sigmoid_ranks_are_blocked_and_equal_the_dense_form(n):
     # From _BLOCKED_MIN_N items the sigmoid ranks run over column blocks with a
     # hand-written gradient; value and gradients (scores and temperature) must
@@ -515,7 +515,7 @@ def test_long_sigmoid_ranks_are_blocked_and_equal_the_dense_form(n):
         return f
 
     # The kernel takes the temperature as an array, so its gradient is checked too.
-    blocked = objective(lambda s, t: smooth.ranks_kernel(s, where, t, method="sigmoid"))
+    blocked = objective(lambda s, t: smooth._ranks_kernel(s, where, t, method="sigmoid"))
     dense = objective(lambda s, t: _dense_sigmoid_ranks(s, where, t))
     t = jnp.asarray(0.7)
     np.testing.assert_allclose(blocked(scores, t), dense(scores, t), rtol=1e-12)

@@ -17,6 +17,7 @@ from jax.experimental import checkify
 
 import lodestar
 from lodestar import metrics
+from lodestar.metrics import _kernel
 
 METRICS = {
     "dcg": metrics.dcg,
@@ -286,7 +287,7 @@ def test_exp2_gain_is_exact_for_integer_grades_in_float64():
 
 @pytest.mark.parametrize("shape", [(37, 20), (4, 6, 20), (64, 20)])
 def test_large_batches_tiled_like_one_call(monkeypatch, shape):
-    # Large batches run tile by tile (metrics._over_tiles). Shrink the tile so
+    # Large batches run tile by tile (metrics._kernel._over_tiles). Shrink the tile so
     # that small batches take that path: 37 lists make 12 tiles and a tail,
     # 64 lists tiles that divide the batch.
     scores = np.round(rng.random(shape), 1)
@@ -299,7 +300,7 @@ def test_large_batches_tiled_like_one_call(monkeypatch, shape):
     calls["err"] = functools.partial(calls["err"], max_label=2)
     whole = {name: np.asarray(call()) for name, call in calls.items()}
     jax.clear_caches()  # the kernels are traced again with the small tile
-    monkeypatch.setattr(metrics, "_TILE_ITEMS", 60)
+    monkeypatch.setattr(_kernel, "TILE_ITEMS", 60)
     try:
         for name, call in calls.items():
             np.testing.assert_allclose(call(), whole[name], rtol=1e-14, atol=0, err_msg=name)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
+from lodestar import _ranking
+
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
     """Map labels to gains: ``"linear"`` is the label, ``"exp2"`` is 2^label - 1.
@@ -92,3 +94,41 @@ def discount_at(rank: jax.Array, log_base) -> jax.Array:
       The discounts, of ``rank``'s shape and dtype.
     """
     return 1 / (jnp.log(rank + 1) / jnp.log(jnp.asarray(log_base, rank.dtype)))
+
+
+def ideal_candidates(gains: jax.Array, valid: jax.Array) -> jax.Array:
+    """The gains an ideal ranking orders, padding at -inf so that it comes last."""
+    return jnp.where(valid, gains, -jnp.inf)
+
+
+def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
+    """DCG of each list ranked by its own gains (base 2), padding excluded.
+
+    Equal gains are interchangeable, so any order of them gives the exact
+    ideal. Which route is cheapest depends on the shape (decision 0004).
+
+    Args:
+      gains: ``(..., n)`` gains, zero (or anything) on padding.
+      valid: ``(..., n)`` boolean mask of real items.
+      k: Positions from ``k`` on count for nothing; a Python int or traced.
+      rank_k: A static cut-off: only the ``rank_k`` largest gains are
+        looked at. None looks at every gain.
+      top_gains: The ``rank_k`` largest of :func:`ideal_candidates`, descending,
+        if already found (one host sort serves a list's scores and gains).
+
+    Returns:
+      ``(...)`` ideal DCG, in the gains' dtype.
+    """
+    n = gains.shape[-1]
+    table = discount_table(n, k=k, log_base=2.0, dtype=gains.dtype)
+    if rank_k is not None:
+        # Only the k largest gains matter: their values and a dot product.
+        if top_gains is None:
+            top_gains = _ranking.largest_values(ideal_candidates(gains, valid), rank_k)
+        top = jnp.where(top_gains == -jnp.inf, 0, top_gains)
+        return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
+    if n >= _ranking.ORDER_BY_SORT_MIN_N:
+        order = _ranking.descending_order(gains, valid)
+        ordered = jnp.take_along_axis(jnp.where(valid, gains, 0), order, axis=-1)
+        return jnp.sum(ordered * jnp.diff(table), axis=-1)
+    return _ranking.block_weighted_sum(gains, gains, valid, table)

@@ -677,6 +677,70 @@ def block_weighted_sum(
     return total, largest_values(largest_of, k)
 
 
+class Ranking:
+    """One batch of lists as the engine sees it: counts computed on demand, and once.
+
+    A kernel builds one inside its trace and hands it to every measure it
+    evaluates; the measures ask for what they need (:attr:`blocks`,
+    :meth:`weighted_sum`, :meth:`rank_order`) and share it, so evaluating
+    several measures of one run costs one ranking. A weighted sum asked for
+    before the blocks may take the top-k path, which forms no per-item counts.
+
+    Args:
+      scores: ``(..., n)`` scores; higher ranks first.
+      valid: ``(..., n)`` boolean mask of real items.
+      k: The static cut-off the engine may exploit (top-k), or None to rank
+        whole lists; see :func:`exploited_cutoff`.
+      ignore_ties: Break ties by descending index instead of averaging.
+      method: One of :data:`METHODS`.
+    """
+
+    def __init__(self, scores, valid, *, k=None, ignore_ties=False, method="auto"):
+        self.scores = scores
+        self.valid = valid
+        self.n = scores.shape[-1]
+        self.k = None if k is None or k >= self.n else k
+        self.ignore_ties = ignore_ties
+        self.method = method
+        self._blocks: TieBlocks | None = None
+        self._order: jax.Array | None = None
+
+    @property
+    def blocks(self) -> TieBlocks:
+        """Per-item ``(above, tied)`` counts (:func:`tie_blocks`)."""
+        if self._blocks is None:
+            self._blocks = tie_blocks(
+                self.scores, self.valid, k=self.k, ignore_ties=self.ignore_ties, method=self.method
+            )
+        return self._blocks
+
+    def weighted_sum(self, values, cumulative_table, *, largest_of=None):
+        """:func:`block_weighted_sum` of ``values``, reusing the blocks if already counted."""
+        if self._blocks is None or largest_of is not None:
+            return block_weighted_sum(
+                self.scores,
+                values,
+                self.valid,
+                cumulative_table,
+                k=self.k,
+                ignore_ties=self.ignore_ties,
+                method=self.method,
+                largest_of=largest_of,
+            )
+        means = block_mean(cumulative_table, self._blocks)
+        return jnp.sum(jnp.where(self.valid, values * means, 0), axis=-1)
+
+    def rank_order(self) -> jax.Array:
+        """Item indices in rank order, each tie block contiguous, padding last.
+
+        The order inside a block is unspecified: only what is symmetric in a
+        block's items may depend on it.
+        """
+        if self._order is None:
+            self._order = descending_order(-self.blocks.above, self.valid)
+        return self._order
+
+
 def _topk_weighted_sum(scores, values, valid, cumulative_table, k, largest_of):
     # Padding takes the lowest value, so it can only meet the k-th value.
     lowest = _lowest(scores.dtype)

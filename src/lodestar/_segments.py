@@ -55,7 +55,7 @@ def _check_size(value, *, name: str, caller: str) -> int | None:
     """``value`` as an int >= 1, or None; refuse anything else."""
     if value is None:
         return None
-    if not _validation._is_int(value) or value < 1:
+    if not _validation.is_int(value) or value < 1:
         raise _validation.InvalidParameterError(
             f"The '{name}' parameter of {caller} must be an int in the range "
             f"[1, inf) or None. Got {value!r} instead."
@@ -172,13 +172,19 @@ def _compact(scores, labels, where, segments, *, max_segments, max_segment_size)
         valid = jnp.ones(scores.shape, bool) if where is None else where
         item, broken = _slots(segments, valid, max_segments, max_segment_size)
 
-    def gather(x):
-        flat = item.reshape(*item.shape[:-2], -1)
-        return jnp.take_along_axis(x, flat, axis=-1, mode="fill", fill_value=0).reshape(item.shape)
-
     # The barrier keeps XLA from fusing the gathers into the kernel's pairwise
     # slices, which would redo them once per slice.
-    return lax.optimization_barrier((gather(scores), gather(labels), item < n, item, broken))
+    laid_out = (_gather(scores, item), _gather(labels, item), item < n, item, broken)
+    return lax.optimization_barrier(laid_out)
+
+
+def _gather(x, item):
+    """Per-item ``x`` ``(..., n)`` in the slots ``item`` ``(..., S, L)`` name; 0 when empty."""
+    flat = item.reshape(*item.shape[:-2], -1)
+    return jnp.take_along_axis(x, flat, axis=-1, mode="fill", fill_value=0).reshape(item.shape)
+
+
+_layout = jax.jit(_gather)
 
 
 @functools.partial(jax.jit, static_argnames=("n",))
@@ -223,6 +229,12 @@ class Lists:
         if self.broken is None:
             return values
         return jnp.where(self.broken[..., None], jnp.nan, values)
+
+    def layout(self, values: jax.Array) -> jax.Array:
+        """Another per-item ``(..., n)`` array, laid out like the labels (0 in empty slots)."""
+        if self.item is None:
+            return values
+        return _layout(jnp.asarray(values), self.item)
 
     def per_item(self, values: jax.Array) -> jax.Array:
         """``(..., S, L)`` per-slot values back in the items' places, ``(..., n)``.

@@ -110,7 +110,8 @@ class InvalidParameterError(ValueError, TypeError):
     """
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """Whether ``value`` is an integer and not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -129,7 +130,7 @@ def check_k(k, *, caller: str) -> int | None:
     """
     if k is None:
         return None
-    if not _is_int(k) or k < 1:
+    if not is_int(k) or k < 1:
         raise InvalidParameterError(
             f"The 'k' parameter of {caller} must be an int in the range "
             f"[1, inf) or None. Got {k!r} instead."
@@ -388,3 +389,81 @@ def check_labels_at_most(
             raise ValueError(message)
     else:
         traced_check(jnp.logical_not(exceeded), message)
+
+
+def check_ideal(ideal_labels, ideal_where, scores, segments, *, caller: str):
+    """Check NDCG's ``ideal_labels`` and ``ideal_where``; return them as arrays (or None).
+
+    Raises:
+      ValueError: ``ideal_labels`` is not numeric, does not share the batch
+        shape of ``scores``, or comes with ``segments``; ``ideal_where`` comes
+        without ``ideal_labels``, is not boolean or differs in shape; on
+        concrete arrays, a real ideal label is NaN, infinite or negative.
+    """
+    if ideal_labels is None:
+        if ideal_where is not None:
+            raise ValueError(f"{caller} got ideal_where without ideal_labels.")
+        return None, None
+    if segments is not None:
+        raise ValueError(f"{caller} takes ideal_labels only for unpacked lists (without segments).")
+    ideal_labels = _as_numeric_array(ideal_labels, name="ideal_labels", caller=caller)
+    batch = jnp.shape(scores)[:-1]
+    if ideal_labels.ndim != len(batch) + 1 or ideal_labels.shape[:-1] != batch:
+        raise ValueError(
+            f"{caller} expects ideal_labels of shape (..., m) with the scores' batch "
+            f"shape {batch}; got ideal_labels {ideal_labels.shape}."
+        )
+    if ideal_where is not None:
+        ideal_where = jnp.asarray(ideal_where)
+        if ideal_where.dtype != jnp.bool_ or ideal_where.shape != ideal_labels.shape:
+            raise ValueError(
+                f"{caller} expects ideal_where to be a boolean mask of the shape of "
+                f"ideal_labels {ideal_labels.shape}; got {ideal_where.dtype} "
+                f"{ideal_where.shape}."
+            )
+    real = jnp.ones(ideal_labels.shape, bool) if ideal_where is None else ideal_where
+    checks = [(f"{caller} should not be used on negative labels.", ideal_labels < 0)]
+    if jnp.issubdtype(ideal_labels.dtype, jnp.inexact):
+        dtype = np.dtype(ideal_labels.dtype)
+        checks = [
+            (nonfinite_message("ideal_labels", nan=True, dtype=dtype), jnp.isnan(ideal_labels)),
+            (nonfinite_message("ideal_labels", nan=False, dtype=dtype), jnp.isinf(ideal_labels)),
+            *checks,
+        ]
+    for message, bad in checks:
+        failed = jnp.any(real & bad)
+        if is_concrete(failed):
+            if bool(failed):
+                raise ValueError(message)
+        else:
+            traced_check(jnp.logical_not(failed), message)
+    return ideal_labels, ideal_where
+
+
+def check_num_relevant(num_relevant, scores, segments, max_segments, *, caller: str):
+    """Check a per-list count such as ``num_relevant``; return it as an array (or None).
+
+    Its shape is the result's: the scores' batch shape, with ``max_segments``
+    appended for packed lists.
+
+    Raises:
+      ValueError: it is not real-valued or has another shape; on concrete
+        arrays, it holds NaN, infinity, a negative or a fractional value.
+    """
+    if num_relevant is None:
+        return None
+    num_relevant = _as_numeric_array(num_relevant, name="num_relevant", caller=caller)
+    batch = tuple(jnp.shape(scores)[:-1])
+    if segments is not None:
+        batch = (*batch, max_segments)
+    if None in batch or num_relevant.shape != batch:
+        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
+        raise ValueError(
+            f"{caller} expects num_relevant of shape {expected or batch} (one count per "
+            f"list); got num_relevant {num_relevant.shape}."
+        )
+    if is_concrete(num_relevant):
+        values = np.asarray(num_relevant, dtype=np.float64)
+        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
+            raise ValueError(f"{caller} expects num_relevant to hold non-negative whole numbers.")
+    return num_relevant

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lodestar._validation import InvalidParameterError, _is_int
+from lodestar._validation import InvalidParameterError, is_int
 
 __all__ = ["RankingData", "load_svmlight", "synthetic_ltr"]
 
@@ -78,7 +78,7 @@ _F32 = jnp.float32  # the data are drawn in float32 whatever the dtype asked for
 
 
 def _check_size(value, *, name: str, low: int) -> int:
-    if not _is_int(value) or value < low:
+    if not is_int(value) or value < low:
         raise InvalidParameterError(
             f"The '{name}' parameter of synthetic_ltr must be an int in the range "
             f"[{low}, inf). Got {value!r} instead."
@@ -256,7 +256,7 @@ def synthetic_ltr(
     task = _check_size(task, name="task", low=0)
     if min_list_size is None:
         min_list_size = min(list_size, max(2, list_size // 4))
-    elif not _is_int(min_list_size) or not 1 <= min_list_size <= list_size:
+    elif not is_int(min_list_size) or not 1 <= min_list_size <= list_size:
         raise InvalidParameterError(
             f"The 'min_list_size' parameter of synthetic_ltr must be an int in the range "
             f"[1, list_size={list_size}] or None. Got {min_list_size!r} instead."
@@ -345,7 +345,7 @@ def _line_error(body: bytes, *, n_features: int | None, limit: float) -> str | N
 
 
 def _check_optional_size(value, *, name: str) -> int | None:
-    if value is not None and (not _is_int(value) or value < 1):
+    if value is not None and (not is_int(value) or value < 1):
         raise InvalidParameterError(
             f"The '{name}' parameter of load_svmlight must be an int in the range "
             f"[1, inf) or None. Got {value!r} instead."

@@ -76,10 +76,9 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
-from lodestar import _gains, _ranking, _segments, _validation, metrics, smooth
+from lodestar import _gains, _lists, _ranking, _soft_ranks, _validation, smooth
 
 if TYPE_CHECKING:
     from jaxtyping import Array, Bool, Float, Int, Num
@@ -117,7 +116,7 @@ def _check_nonnegative_float(value, *, name: str, caller: str) -> float:
 
 
 def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
-    if not _validation._is_int(value) or value < 0:
+    if not _validation.is_int(value) or value < 0:
         raise _validation.InvalidParameterError(
             f"The '{name}' parameter of {caller} must be an int in the range "
             f"[0, inf). Got {value!r} instead."
@@ -125,45 +124,15 @@ def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
     return int(value)
 
 
-def _check_weights(weights, batch_shape, *, caller: str):
-    """``weights`` as an array of shape ``batch_shape``, or None."""
-    if weights is None:
-        return None
-    dtype = getattr(weights, "dtype", None)
-    if dtype is None:
-        dtype = np.asarray(weights).dtype
-    if not jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.complexfloating):
-        raise ValueError(f"{caller} expects real-valued numeric weights; got dtype {dtype}.")
-    weights = jnp.asarray(weights)
-    if weights.shape != tuple(batch_shape):
-        raise ValueError(
-            f"{caller} expects per-list weights of shape {tuple(batch_shape)} (the scores' "
-            f"shape without its last axis); got weights {weights.shape}."
-        )
-    if _validation.is_concrete(weights):
-        values = np.asarray(weights, dtype=np.float64)
-        if not np.all(np.isfinite(values)):
-            raise ValueError(
-                _validation.nonfinite_message(
-                    "weights", nan=bool(np.isnan(values).any()), dtype=dtype
-                )
-            )
-        if np.any(values < 0):
-            raise ValueError(f"{caller} should not be used with negative weights.")
-    return weights
-
-
 def _prepare(scores, labels, where, weights, reduction, *, caller, nonnegative_labels, **packing):
     """Validate; lay packed lists out (``packing``: the segment options), one per block."""
     reduction = _validation.check_option(
         reduction, name="reduction", options=REDUCTIONS, caller=caller
     )
-    scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
-    _validation.check_values(
-        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
+    lists = _lists.prepare(
+        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels, **packing
     )
-    lists = _segments.split(scores, labels, where, caller=caller, **packing)
-    weights = _check_weights(weights, lists.scores.shape[:-1], caller=caller)
+    weights = _lists.check_weights(weights, lists.scores.shape[:-1], caller=caller)
     return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
 
 
@@ -178,7 +147,7 @@ def _valid(scores, where):
 
 def _floating(scores, labels, valid):
     """Scores and labels in the computing dtype, zero on padding."""
-    dtype = metrics.result_dtype(scores, labels)
+    dtype = _lists.compute_dtype(scores, labels)
     s = jnp.where(valid, scores.astype(dtype), 0)
     y = jnp.where(valid, labels.astype(dtype), 0)
     return s, y, dtype
@@ -295,7 +264,7 @@ def _lambda_kernel(scores, labels, where, weights, temperature, mu, *, reduction
         return _reduce(_empty(scores, dtype), valid, weights, reduction)
     cutoff = n if k is None else min(k, n)
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
-    ideal = metrics._ideal_discounted_gain(gains, valid, k=cutoff, rank_k=None)
+    ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
     normalised = gains / jnp.where(ideal > 0, ideal, 1)[..., None]
     rank, discount = _item_discounts(s, valid, cutoff)
     # LambdaRank's |Delta NDCG| factor and NDCG-Loss2's rank-distance factor.
@@ -336,7 +305,7 @@ def _neuralsort_log_permutation(s, valid, temperature, iterations):
     """
     n = s.shape[-1]
     m = jnp.sum(valid, axis=-1, keepdims=True)
-    logits = smooth._neuralsort_logits(s, valid) / temperature
+    logits = _soft_ranks.neuralsort_logits(s, valid) / temperature
     used = jnp.arange(n) < m
     mask = used[..., :, None] & valid[..., None, :]
     log_p = jnp.where(mask, logits - _masked_logsumexp(logits, mask, -1), 0)
@@ -366,7 +335,7 @@ def _neural_ndcg_kernel(
     sorted_gains = jnp.sum(p * gains[..., None, :], axis=-1)  # (..., positions)
     discount = jnp.diff(_gains.discount_table(n, k=cutoff, log_base=2.0, dtype=dtype))
     dcg = jnp.sum(sorted_gains * discount, axis=-1)
-    ideal = metrics._ideal_discounted_gain(gains, valid, k=cutoff, rank_k=None)
+    ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
     nonzero = ideal != 0
     value = -jnp.where(nonzero, dcg / jnp.where(nonzero, ideal, 1), 0)
     return _reduce(value, valid, weights, reduction)

@@ -126,9 +126,9 @@ def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
 
 
 def _score(
-    kernel, y_true, y_score, k, sample_weight, ignore_ties, *, caller, metric_name, **options
+    metric, y_true, y_score, k, sample_weight, ignore_ties, *, caller, metric_name, **options
 ):
-    """Validate like scikit-learn, run ``kernel`` in float64, take the weighted mean."""
+    """Validate like scikit-learn, evaluate ``metric`` in float64, take the weighted mean."""
     k = _validation.check_k(k, caller=caller)
     ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
     y_true, y_score, sample_weight = _check_inputs(
@@ -136,11 +136,7 @@ def _score(
     )
     with jax.enable_x64(True):
         scores, labels, where = _padded_lists(y_true, y_score)
-        n = scores.shape[1]
-        cutoff = n if k is None else min(k, n)
-        per_row = kernel(
-            scores, labels, where, cutoff, rank_k=None, ignore_ties=ignore_ties, **options
-        )
+        per_row = metric(scores, labels, k=k, ignore_ties=ignore_ties, where=where, **options)
         return float(np.average(np.asarray(per_row)[: len(y_true)], weights=sample_weight))
 
 
@@ -194,7 +190,7 @@ def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore
     _validation.check_k(k, caller="dcg_score")
     log_base = _validation.check_log_base(log_base, caller="dcg_score")
     return _score(
-        metrics.dcg_kernel,
+        metrics.dcg,
         y_true,
         y_score,
         k,
@@ -240,7 +236,7 @@ def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     return _score(
-        metrics.ndcg_kernel,
+        metrics.ndcg,
         y_true,
         y_score,
         k,
@@ -291,7 +287,7 @@ def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     return _score(
-        metrics.reciprocal_rank_kernel,
+        metrics.reciprocal_rank,
         y_true,
         y_score,
         k,

@@ -86,16 +86,15 @@ from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from lodestar import _gains, _segments, _validation, metrics
+from lodestar import _gains, _lists, _soft_ranks, _validation
 
 if TYPE_CHECKING:
     from jaxtyping import Array, Bool, Float, Int, Num
 
 __all__ = ["dcg", "ndcg", "ranks", "reciprocal_rank"]
 
-METHODS = ("sigmoid", "neuralsort", "softsort", "permutahedron")
+METHODS = _soft_ranks.METHODS
 
 
 # --------------------------------------------------------------------------
@@ -109,352 +108,16 @@ def _check_options(temperature, method, *, caller):
     return temperature, method
 
 
-def _prepare(scores, labels, where, *, caller, nonnegative_labels=False, **packing):
-    """Validate the arrays and lay packed lists out (``packing``: the segment options)."""
-    scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
-    _validation.check_values(
-        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
-    )
-    return _segments.split(scores, labels, where, caller=caller, **packing)
-
-
 def _valid(scores, where):
     return jnp.ones(scores.shape, bool) if where is None else where
 
 
-# --------------------------------------------------------------------------
-# Soft ranks
-# --------------------------------------------------------------------------
-
-
-def _masked_log_softmax(u, mask, axis, temperature=1):
-    """``log softmax(u / T)`` over the entries where ``mask`` holds; 0 elsewhere.
-
-    ``u`` must be finite everywhere (masked entries included), so that no NaN
-    can leak into gradients. The maximum over the slice is subtracted *before*
-    dividing by ``T``, so that the logits are at most 0 with the maximum exactly
-    0 however small ``T`` is (XLA's fused log-softmax on CPU returns inf for
-    float32 rows whose maximum is around -1e12). A slice with no entry gives
-    all zeros: it is computed as if unmasked, then zeroed.
-    """
-    some = jnp.any(mask, axis=axis, keepdims=True)
-    mask_or_all = mask | ~some
-    peak = jnp.max(jnp.where(mask_or_all, u, -jnp.inf), axis=axis, keepdims=True)
-    shifted = (u - lax.stop_gradient(peak)) / temperature
-    out = jax.nn.log_softmax(shifted, axis=axis, where=mask_or_all)
-    return jnp.where(mask, out, 0)
-
-
-def _count(valid):
-    return jnp.sum(valid, axis=-1)
-
-
-def _sigmoid_ranks(s, valid, temperature):
-    n = s.shape[-1]
-    if n >= _BLOCKED_MIN_N:
-        return _blocked_sigmoid_ranks(s, valid, temperature)
-    # pair[..., i, j] compares item j with item i.
-    pair = valid[..., None, :] & valid[..., :, None] & ~jnp.eye(n, dtype=bool)
-    above = jax.nn.sigmoid((s[..., None, :] - s[..., :, None]) / temperature)
-    return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
-
-
-# From this length on the sigmoid ranks never materialise the (..., n, n)
-# pairs: value and gradient run over blocks of _BLOCK columns, so memory is
-# O(n * _BLOCK) per list instead of O(n^2) (and O(n^2) again for autodiff's
-# residuals).
-_BLOCKED_MIN_N = 512
-_BLOCK = 128
-
-
-def _column_blocks(s, valid, body, init):
-    """Fold ``body(carry, start, s_block, valid_block)`` over column blocks of ``_BLOCK``."""
-    n = s.shape[-1]
-    padded = -(-n // _BLOCK) * _BLOCK
-    widths = [(0, 0)] * (s.ndim - 1) + [(0, padded - n)]
-    s_cols = jnp.pad(s, widths)
-    valid_cols = jnp.pad(valid, widths)  # padding columns are never valid
-
-    def step(block, carry):
-        start = block * _BLOCK
-        take = functools.partial(
-            lax.dynamic_slice_in_dim, start_index=start, slice_size=_BLOCK, axis=-1
-        )
-        return body(carry, start, take(s_cols), take(valid_cols))
-
-    return lax.fori_loop(0, padded // _BLOCK, step, init)
-
-
-def _block_pairs(s, valid, start, s_block, valid_block, temperature):
-    """``x[..., i, c] = (s_block[c] - s[i]) / T`` and which pairs count."""
-    n = s.shape[-1]
-    column = start + jnp.arange(_BLOCK)
-    pair = valid_block[..., None, :] & valid[..., :, None] & (column != jnp.arange(n)[:, None])
-    return (s_block[..., None, :] - s[..., :, None]) / temperature, pair
-
-
-@jax.custom_vjp
-def _blocked_sigmoid_ranks(s, valid, temperature):
-    def add_block(total, start, s_block, valid_block):
-        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
-        return total + jnp.sum(jnp.where(pair, jax.nn.sigmoid(x), 0), axis=-1)
-
-    return 1 + _column_blocks(s, valid, add_block, jnp.zeros_like(s))
-
-
-def _blocked_sigmoid_ranks_fwd(s, valid, temperature):
-    return _blocked_sigmoid_ranks(s, valid, temperature), (s, valid, temperature)
-
-
-def _blocked_sigmoid_ranks_bwd(residuals, g):
-    # With d[i, j] = sigma'(x_ij) / T over counted pairs, x_ij = (s_j - s_i) / T:
-    # dr_i/ds_j = d[i, j] and dr_i/ds_i = -sum_j d[i, j], so
-    # ds = d^T g - g * (d 1), and dr_i/dT = -sum_j d[i, j] x_ij.
-    s, valid, temperature = residuals
-
-    def add_block(carry, start, s_block, valid_block):
-        to_columns, row_sums, d_temperature = carry
-        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
-        sig = jax.nn.sigmoid(x)
-        d = jnp.where(pair, sig * (1 - sig), 0) / temperature
-        column_part = jnp.sum(g[..., :, None] * d, axis=-2)
-        to_columns = lax.dynamic_update_slice_in_dim(
-            to_columns,
-            lax.dynamic_slice_in_dim(to_columns, start, _BLOCK, axis=-1) + column_part,
-            start,
-            axis=-1,
-        )
-        row_sums = row_sums + jnp.sum(d, axis=-1)
-        d_temperature = d_temperature - jnp.sum(g[..., :, None] * d * x)
-        return to_columns, row_sums, d_temperature
-
-    n = s.shape[-1]
-    padded = -(-n // _BLOCK) * _BLOCK
-    init = (
-        jnp.zeros(s.shape[:-1] + (padded,), s.dtype) + jnp.zeros_like(s[..., :1]),
-        jnp.zeros_like(s),
-        jnp.zeros((), s.dtype),
-    )
-    to_columns, row_sums, d_temperature = _column_blocks(s, valid, add_block, init)
-    ds = to_columns[..., :n] - g * row_sums
-    return ds, None, d_temperature.astype(temperature.dtype)
-
-
-_blocked_sigmoid_ranks.defvjp(_blocked_sigmoid_ranks_fwd, _blocked_sigmoid_ranks_bwd)
-
-
-def _expected_positions(logits, valid, temperature):
-    r"""Soft ranks from a relaxed permutation matrix given by its logits.
-
-    ``logits[..., p, i] / temperature`` scores item ``i`` for position ``p + 1``. Each row
-    is normalised over the real items (the relaxed permutation matrix
-    :math:`\hat P`), then each column over the used positions, and the soft rank
-    of item ``i`` is the mean position :math:`\sum_p p \hat P_{pi} / \sum_p
-    \hat P_{pi}`: a convex combination of ``1 .. m``, since the columns of
-    :math:`\hat P` need not sum to 1.
-    """
-    n = valid.shape[-1]
-    used = jnp.arange(n) < _count(valid)[..., None]
-    mask = used[..., :, None] & valid[..., None, :]
-    log_p = _masked_log_softmax(logits, mask, axis=-1, temperature=temperature)
-    share = jnp.where(mask, jnp.exp(_masked_log_softmax(log_p, mask, axis=-2)), 0)
-    position = jnp.arange(1, n + 1, dtype=logits.dtype)
-    return jnp.sum(share * position[:, None], axis=-2)
-
-
-def _neuralsort_logits(s, valid):
-    """NeuralSort's logits ``[..., p, i]`` for item ``i`` at position ``p + 1``.
-
-    ``(m + 1 - 2p) s_i - sum_j |s_i - s_j|`` over the ``m`` real items (Grover
-    et al. 2019), before division by the temperature. Shared by the soft ranks
-    here and by :func:`lodestar.losses.neural_ndcg_loss`.
-    """
-    n = s.shape[-1]
-    m = _count(valid)[..., None].astype(s.dtype)
-    pair = valid[..., None, :] & valid[..., :, None]
-    spread = jnp.sum(jnp.where(pair, jnp.abs(s[..., :, None] - s[..., None, :]), 0), axis=-1)
-    position = jnp.arange(1, n + 1, dtype=s.dtype)
-    scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
-    return scale * s[..., None, :] - spread[..., None, :]
-
-
-def _neuralsort_ranks(s, valid, temperature):
-    return _expected_positions(_neuralsort_logits(s, valid), valid, temperature)
-
-
-def _descending(s, valid):
-    """Real scores sorted in descending order, then zeros for padding.
-
-    The sort key alone sees infinities; the values are gathered from the
-    finite ``s``, so no infinity enters a gradient.
-    """
-    order = jnp.argsort(jnp.where(valid, -s, jnp.inf), axis=-1, stable=True)
-    ordered = jnp.take_along_axis(s, order, axis=-1)
-    return jnp.where(jnp.take_along_axis(valid, order, axis=-1), ordered, 0)
-
-
-def _softsort_ranks(s, valid, temperature):
-    ordered = _descending(s, valid)
-    logits = -jnp.abs(ordered[..., :, None] - s[..., None, :])
-    return _expected_positions(logits, valid, temperature)
-
-
-def _isotonic_blocks(z_sorted, m):
-    r"""Pool adjacent violators for the permutahedron projection, in O(n).
-
-    Solves :math:`\min_{v_1 \ge \dots \ge v_m} \lVert v - (z - w) \rVert^2`
-    over the first ``m`` entries of the descending ``z_sorted``, with
-    :math:`w = (m, m-1, \dots, 1)`, by a stack of blocks: push each entry, and
-    merge the two top blocks while their means violate the order. There are at
-    most ``m`` pushes and ``m - 1`` merges, so the single ``while_loop`` runs at
-    most ``2m`` O(1) steps.
-
-    A block holding sorted positions ``[a, b)`` is stored by its start ``a``
-    and the mean of ``z`` over it; the mean of ``w`` over it is
-    ``m - (a + b - 1) / 2`` exactly, so the huge ``z`` of a small temperature
-    never absorbs the small ``w`` (two blocks violate the order iff
-    ``mean_z1 - mean_z2 < (b2 - a1) / 2``).
-
-    Returns:
-      ``(block_id, block_start, block_end, z_mean)``, each of shape ``(n,)``, for
-      the block of every sorted position (meaningless past ``m``).
-    """
-    n = z_sorted.shape[0]
-    dtype = z_sorted.dtype
-    starts = jnp.zeros(n + 1, jnp.int32)
-    means = jnp.zeros(n, dtype)
-
-    def violated(i, top, starts, means):
-        lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
-        gap = means[lo] - means[hi]
-        return (top >= 2) & (gap < (i - starts[lo]).astype(dtype) / 2)
-
-    def cond(state):
-        i, top, starts, means = state
-        return (i < m) | violated(i, top, starts, means)
-
-    def body(state):
-        i, top, starts, means = state
-        merge = violated(i, top, starts, means)
-        lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
-        first = (starts[hi] - starts[lo]).astype(dtype)
-        second = (i - starts[hi]).astype(dtype)
-        # m1 + (m2 - m1) c2 / (c1 + c2): equal means merge to that mean exactly.
-        merged = means[lo] + (means[hi] - means[lo]) * (
-            second / jnp.where(merge, first + second, 1)
-        )
-        slot = jnp.where(merge, lo, top)
-        value = jnp.where(merge, merged, z_sorted[jnp.minimum(i, n - 1)])
-        means = means.at[slot].set(value, mode="drop")
-        starts = starts.at[top].set(jnp.where(merge, starts[top], i), mode="drop")
-        i = i + jnp.where(merge, 0, 1)
-        top = top + jnp.where(merge, -1, 1)
-        return i, top, starts, means
-
-    zero = jnp.zeros((), jnp.int32)
-    _, top, starts, means = lax.while_loop(cond, body, (zero, zero, starts, means))
-    block = jnp.arange(n)
-    marks = jnp.zeros(n, jnp.int32).at[jnp.where(block < top, starts[:n], n)].add(1, mode="drop")
-    block_id = jnp.clip(jnp.cumsum(marks) - 1, 0, n - 1)
-    ends = jnp.where(block + 1 < top, starts[1:], m)
-    return block_id, starts[block_id], ends[block_id], means[block_id]
-
-
-def _project_forward(z, valid):
-    n = z.shape[0]
-    m = _count(valid)
-    # Real items by descending z (ascending score), padding last.
-    order = jnp.argsort(jnp.where(valid, -z, jnp.inf), stable=True)
-    z_sorted = z[order]
-    block_id, start, end, z_mean = _isotonic_blocks(z_sorted, m)
-    used = jnp.arange(n) < m
-    dtype = z.dtype
-    w_mean = m.astype(dtype) - (start + end - 1).astype(dtype) / 2
-    out_sorted = jnp.where(used, w_mean + (z_sorted - z_mean), 0)
-    out = jnp.zeros(n, dtype).at[order].set(out_sorted)
-    size = jnp.maximum(end - start, 1).astype(dtype)
-    return out, (order, block_id, size, used)
-
-
-@jax.custom_vjp
-def _project_permutahedron(z, valid):
-    r"""Euclidean projection of the real entries of ``z`` onto the permutahedron.
-
-    The permutahedron is that of :math:`(m, m-1, \dots, 1)` for the ``m`` real
-    items; padding gets 0. One list (1-D) at a time.
-    """
-    return _project_forward(z, valid)[0]
-
-
-def _project_fwd(z, valid):
-    out, residuals = _project_forward(z, valid)
-    return out, residuals
-
-
-def _project_bwd(residuals, g):
-    # The Jacobian is I minus block-wise averaging (Blondel et al. 2020, Prop. 4).
-    order, block_id, size, used = residuals
-    n = g.shape[0]
-    g_sorted = jnp.where(used, g[order], 0)
-    block_sum = jax.ops.segment_sum(g_sorted, block_id, num_segments=n)
-    grad_sorted = jnp.where(used, g_sorted - block_sum[block_id] / size, 0)
-    return jnp.zeros_like(g).at[order].set(grad_sorted), None
-
-
-_project_permutahedron.defvjp(_project_fwd, _project_bwd)
-
-
-def _permutahedron_ranks(s, valid, temperature):
-    z = -s / temperature
-    shape = z.shape
-    flat = jax.vmap(_project_permutahedron)(z.reshape(-1, shape[-1]), valid.reshape(-1, shape[-1]))
-    return flat.reshape(shape)
-
-
-_RANKERS = {
-    "sigmoid": _sigmoid_ranks,
-    "neuralsort": _neuralsort_ranks,
-    "softsort": _softsort_ranks,
-    "permutahedron": _permutahedron_ranks,
-}
-
-
-def _soft_ranks(s, valid, temperature, method):
-    """Soft 1-based ranks of the real items of ``s``; 0 for padding.
-
-    ``s`` is floating and already zero on padding. The result is clipped into
-    ``[1, m]`` (``m`` real items), where every method lies in exact
-    arithmetic; the clip only removes round-off.
-    """
-    r = _RANKERS[method](s, valid, temperature)
-    m = jnp.maximum(_count(valid), 1)[..., None].astype(s.dtype)
-    return jnp.where(valid, jnp.clip(r, 1, m), 0)
-
-
 def _floating(scores, labels, valid):
     """Scores and labels in the computing dtype, zero on padding."""
-    dtype = metrics.result_dtype(scores, labels)
+    dtype = _lists.compute_dtype(scores, labels)
     s = jnp.where(valid, scores.astype(dtype), 0)
     y = jnp.where(valid, labels.astype(dtype), 0)
     return s, y, dtype
-
-
-def _top_k_weight(s, valid, temperature, k, *, cut):
-    r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``.
-
-    ``k`` may be traced (one compilation serves every ``k``); ``cut`` (static)
-    is False when no ``k`` was given, which skips the sort.
-    """
-    n = s.shape[-1]
-    if not cut:
-        return jnp.ones_like(s)
-    ordered = _descending(s, valid)
-    cuts = k < _count(valid)
-    kth = jnp.take(ordered, jnp.clip(k - 1, 0, n - 1), axis=-1)
-    after = jnp.take(ordered, jnp.clip(k, 0, n - 1), axis=-1)
-    threshold = jnp.where(cuts, (kth + after) / 2, 0)
-    weight = jax.nn.sigmoid((s - threshold[..., None]) / temperature)
-    return jnp.where(cuts[..., None], weight, 1)
 
 
 # --------------------------------------------------------------------------
@@ -463,20 +126,22 @@ def _top_k_weight(s, valid, temperature, k, *, cut):
 
 
 @functools.partial(jax.jit, static_argnames=("method",))
-def ranks_kernel(scores, where, temperature, *, method):
+def _ranks_kernel(scores, where, temperature, *, method):
     """Soft ranks; see :func:`ranks`. Inputs already validated."""
     valid = _valid(scores, where)
-    dtype = metrics.result_dtype(scores)
+    dtype = _lists.compute_dtype(scores)
     if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape, dtype)
     s = jnp.where(valid, scores.astype(dtype), 0)
-    return _soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
+    return _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
 
 
 def _soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
     # Padding has soft rank 0 and an infinite discount there: evaluate it at 1.
-    r = jnp.where(valid, _soft_ranks(s, valid, temperature, method), 1)
-    weight = _gains.discount_at(r, log_base) * _top_k_weight(s, valid, temperature, k, cut=cut)
+    r = jnp.where(valid, _soft_ranks.soft_ranks(s, valid, temperature, method), 1)
+    weight = _gains.discount_at(r, log_base) * _soft_ranks.top_k_weight(
+        s, valid, temperature, k, cut=cut
+    )
     return jnp.sum(jnp.where(valid, gains * weight, 0), axis=-1)
 
 
@@ -490,7 +155,7 @@ def _cutoff(k, n):
 
 
 @functools.partial(jax.jit, static_argnames=(*_STATIC, "zero_discount"))
-def dcg_kernel(
+def _dcg_kernel(
     scores, labels, where, temperature, log_base, k, *, method, cut, gain, zero_discount
 ):
     """Per-list smooth DCG; see :func:`dcg`. Inputs already validated."""
@@ -505,7 +170,7 @@ def dcg_kernel(
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
-def ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
+def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     """Per-list smooth NDCG; see :func:`ndcg`. Inputs already validated."""
     valid = _valid(scores, where)
     s, y, dtype = _floating(scores, labels, valid)
@@ -515,13 +180,13 @@ def ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
     temperature = jnp.asarray(temperature, dtype)
     value = _soft_dcg(s, gains, valid, temperature, 2.0, k, method=method, cut=cut)
-    ideal = metrics._ideal_discounted_gain(gains, valid, k=k, rank_k=None)
+    ideal = _gains.ideal_dcg(gains, valid, k=k)
     nonzero = ideal != 0
     return jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
 
 
 @functools.partial(jax.jit, static_argnames=("method",))
-def reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
+def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     """Per-list smooth reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""
     valid = _valid(scores, where)
     s, y, dtype = _floating(scores, labels, valid)
@@ -529,8 +194,10 @@ def reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
         return jnp.zeros(scores.shape[:-1], dtype)
     temperature = jnp.asarray(temperature, dtype)
     relevant = valid & (y != 0)
-    r = _soft_ranks(s, valid, temperature, method)
-    first = jnp.where(relevant, jnp.exp(_masked_log_softmax(s, relevant, -1, temperature)), 0)
+    r = _soft_ranks.soft_ranks(s, valid, temperature, method)
+    first = jnp.where(
+        relevant, jnp.exp(_soft_ranks.masked_log_softmax(s, relevant, -1, temperature)), 0
+    )
     return jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
 
 
@@ -626,7 +293,7 @@ def ranks(
       Blondel et al., ICML 2020. https://arxiv.org/abs/2002.08871
     """
     temperature, method = _check_options(temperature, method, caller="ranks")
-    lists = _prepare(
+    lists = _lists.prepare(
         scores,
         jnp.zeros(jnp.shape(scores), jnp.int8),
         where,
@@ -635,7 +302,7 @@ def ranks(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    return lists.per_item(ranks_kernel(lists.scores, lists.where, temperature, method=method))
+    return lists.per_item(_ranks_kernel(lists.scores, lists.where, temperature, method=method))
 
 
 def dcg(
@@ -716,7 +383,7 @@ def dcg(
     k = _validation.check_k(k, caller="dcg")
     log_base = _validation.check_log_base(log_base, caller="dcg")
     gain = _validation.check_gain(gain, caller="dcg")
-    lists = _prepare(
+    lists = _lists.prepare(
         scores,
         labels,
         where,
@@ -725,7 +392,7 @@ def dcg(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    value = dcg_kernel(
+    value = _dcg_kernel(
         lists.scores,
         lists.labels,
         lists.where,
@@ -814,7 +481,7 @@ def ndcg(
     temperature, method = _check_options(temperature, method, caller="ndcg")
     k = _validation.check_k(k, caller="ndcg")
     gain = _validation.check_gain(gain, caller="ndcg")
-    lists = _prepare(
+    lists = _lists.prepare(
         scores,
         labels,
         where,
@@ -824,7 +491,7 @@ def ndcg(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    value = ndcg_kernel(
+    value = _ndcg_kernel(
         lists.scores,
         lists.labels,
         lists.where,
@@ -911,7 +578,7 @@ def reciprocal_rank(
       https://doi.org/10.1007/s10791-009-9124-x
     """
     temperature, method = _check_options(temperature, method, caller="reciprocal_rank")
-    lists = _prepare(
+    lists = _lists.prepare(
         scores,
         labels,
         where,
@@ -920,7 +587,7 @@ def reciprocal_rank(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    value = reciprocal_rank_kernel(
+    value = _reciprocal_rank_kernel(
         lists.scores, lists.labels, lists.where, temperature, method=method
     )
     return lists.per_list(value)

@@ -1,0 +1,112 @@
+"""The one preparation every public function shares: validate, lay out, pick a dtype.
+
+:mod:`lodestar.metrics`, :mod:`lodestar.smooth`, :mod:`lodestar.losses` and
+:mod:`lodestar.streaming` open the same way: check the options and shapes that
+are static (they raise under ``jit`` too), check the values on concrete arrays
+(decision 0003), lay packed lists out one per block (decision 0009), and
+compute in the promoted floating dtype. That sequence lives here once.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lodestar import _segments, _validation
+
+
+def prepare(
+    scores,
+    labels,
+    where,
+    *,
+    caller: str,
+    nonnegative_labels: bool = False,
+    segments=None,
+    max_segments=None,
+    max_segment_size=None,
+) -> _segments.Lists:
+    """Validate ``(scores, labels, where)`` and lay packed lists out for a kernel.
+
+    Args:
+      scores: ``(..., n)`` array-like.
+      labels: ``(..., n)`` array-like.
+      where: ``(..., n)`` boolean mask, or None.
+      caller: The public function's name, used in every message.
+      nonnegative_labels: Refuse negative labels in real items.
+      segments: ``(..., n)`` integer list ids, or None.
+      max_segments: See :func:`lodestar._segments.split`.
+      max_segment_size: See :func:`lodestar._segments.split`.
+
+    Returns:
+      The :class:`lodestar._segments.Lists` to hand a kernel.
+
+    Raises:
+      ValueError: a static check fails, or on concrete arrays a value check.
+    """
+    scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
+    _validation.check_values(
+        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
+    )
+    return _segments.split(
+        scores,
+        labels,
+        where,
+        segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        caller=caller,
+    )
+
+
+def compute_dtype(*arrays: jax.Array):
+    """The floating dtype a function computes and returns in.
+
+    Floating inputs promote among themselves; integer and boolean inputs do
+    not widen them. With no floating input the default float dtype is used.
+    Half-precision results are widened to float32.
+    """
+    floating = [a.dtype for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)]
+    dtype = jnp.result_type(*floating) if floating else jax.dtypes.canonicalize_dtype(float)
+    if jnp.finfo(dtype).bits < 32:
+        dtype = jnp.dtype(jnp.float32)
+    return dtype
+
+
+def valid(scores: jax.Array, where: jax.Array | None) -> jax.Array:
+    """The mask of real items: ``where``, or all True."""
+    return jnp.ones(scores.shape, bool) if where is None else where
+
+
+def check_weights(weights, batch_shape, *, caller: str):
+    """``weights`` as an array of shape ``batch_shape`` (one per list), or None.
+
+    Raises:
+      ValueError: ``weights`` is not real-valued, has another shape, or on
+        concrete arrays holds NaN, infinity or a negative value.
+    """
+    if weights is None:
+        return None
+    dtype = getattr(weights, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(weights).dtype
+    if not jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.complexfloating):
+        raise ValueError(f"{caller} expects real-valued numeric weights; got dtype {dtype}.")
+    weights = jnp.asarray(weights)
+    if weights.shape != tuple(batch_shape):
+        raise ValueError(
+            f"{caller} expects per-list weights of shape {tuple(batch_shape)} (the scores' "
+            f"shape without its last axis); got weights {weights.shape}."
+        )
+    if _validation.is_concrete(weights):
+        values = np.asarray(weights, dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(
+                _validation.nonfinite_message(
+                    "weights", nan=bool(np.isnan(values).any()), dtype=dtype
+                )
+            )
+        if np.any(values < 0):
+            raise ValueError(f"{caller} should not be used with negative weights.")
+    return weights

@@ -1,0 +1,337 @@
+"""Soft ranks: the smooth relaxations of the rank shared by lodestar.smooth and losses.
+
+Each method maps scores ``s`` and a mask of real items to soft 1-based ranks
+(0 for padding); see :mod:`lodestar.smooth` for what each one is and cites.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+METHODS = ("sigmoid", "neuralsort", "softsort", "permutahedron")
+
+
+def masked_log_softmax(u, mask, axis, temperature=1):
+    """``log softmax(u / T)`` over the entries where ``mask`` holds; 0 elsewhere.
+
+    ``u`` must be finite everywhere (masked entries included), so that no NaN
+    can leak into gradients. The maximum over the slice is subtracted *before*
+    dividing by ``T``, so that the logits are at most 0 with the maximum exactly
+    0 however small ``T`` is (XLA's fused log-softmax on CPU returns inf for
+    float32 rows whose maximum is around -1e12). A slice with no entry gives
+    all zeros: it is computed as if unmasked, then zeroed.
+    """
+    some = jnp.any(mask, axis=axis, keepdims=True)
+    mask_or_all = mask | ~some
+    peak = jnp.max(jnp.where(mask_or_all, u, -jnp.inf), axis=axis, keepdims=True)
+    shifted = (u - lax.stop_gradient(peak)) / temperature
+    out = jax.nn.log_softmax(shifted, axis=axis, where=mask_or_all)
+    return jnp.where(mask, out, 0)
+
+
+def count(valid):
+    return jnp.sum(valid, axis=-1)
+
+
+def _sigmoid_ranks(s, valid, temperature):
+    n = s.shape[-1]
+    if n >= _BLOCKED_MIN_N:
+        return _blocked_sigmoid_ranks(s, valid, temperature)
+    # pair[..., i, j] compares item j with item i.
+    pair = valid[..., None, :] & valid[..., :, None] & ~jnp.eye(n, dtype=bool)
+    above = jax.nn.sigmoid((s[..., None, :] - s[..., :, None]) / temperature)
+    return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
+
+
+# From this length on the sigmoid ranks never materialise the (..., n, n)
+# pairs: value and gradient run over blocks of _BLOCK columns, so memory is
+# O(n * _BLOCK) per list instead of O(n^2) (and O(n^2) again for autodiff's
+# residuals).
+_BLOCKED_MIN_N = 512
+_BLOCK = 128
+
+
+def _column_blocks(s, valid, body, init):
+    """Fold ``body(carry, start, s_block, valid_block)`` over column blocks of ``_BLOCK``."""
+    n = s.shape[-1]
+    padded = -(-n // _BLOCK) * _BLOCK
+    widths = [(0, 0)] * (s.ndim - 1) + [(0, padded - n)]
+    s_cols = jnp.pad(s, widths)
+    valid_cols = jnp.pad(valid, widths)  # padding columns are never valid
+
+    def step(block, carry):
+        start = block * _BLOCK
+        take = functools.partial(
+            lax.dynamic_slice_in_dim, start_index=start, slice_size=_BLOCK, axis=-1
+        )
+        return body(carry, start, take(s_cols), take(valid_cols))
+
+    return lax.fori_loop(0, padded // _BLOCK, step, init)
+
+
+def _block_pairs(s, valid, start, s_block, valid_block, temperature):
+    """``x[..., i, c] = (s_block[c] - s[i]) / T`` and which pairs count."""
+    n = s.shape[-1]
+    column = start + jnp.arange(_BLOCK)
+    pair = valid_block[..., None, :] & valid[..., :, None] & (column != jnp.arange(n)[:, None])
+    return (s_block[..., None, :] - s[..., :, None]) / temperature, pair
+
+
+@jax.custom_vjp
+def _blocked_sigmoid_ranks(s, valid, temperature):
+    def add_block(total, start, s_block, valid_block):
+        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
+        return total + jnp.sum(jnp.where(pair, jax.nn.sigmoid(x), 0), axis=-1)
+
+    return 1 + _column_blocks(s, valid, add_block, jnp.zeros_like(s))
+
+
+def _blocked_sigmoid_ranks_fwd(s, valid, temperature):
+    return _blocked_sigmoid_ranks(s, valid, temperature), (s, valid, temperature)
+
+
+def _blocked_sigmoid_ranks_bwd(residuals, g):
+    # With d[i, j] = sigma'(x_ij) / T over counted pairs, x_ij = (s_j - s_i) / T:
+    # dr_i/ds_j = d[i, j] and dr_i/ds_i = -sum_j d[i, j], so
+    # ds = d^T g - g * (d 1), and dr_i/dT = -sum_j d[i, j] x_ij.
+    s, valid, temperature = residuals
+
+    def add_block(carry, start, s_block, valid_block):
+        to_columns, row_sums, d_temperature = carry
+        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
+        sig = jax.nn.sigmoid(x)
+        d = jnp.where(pair, sig * (1 - sig), 0) / temperature
+        column_part = jnp.sum(g[..., :, None] * d, axis=-2)
+        to_columns = lax.dynamic_update_slice_in_dim(
+            to_columns,
+            lax.dynamic_slice_in_dim(to_columns, start, _BLOCK, axis=-1) + column_part,
+            start,
+            axis=-1,
+        )
+        row_sums = row_sums + jnp.sum(d, axis=-1)
+        d_temperature = d_temperature - jnp.sum(g[..., :, None] * d * x)
+        return to_columns, row_sums, d_temperature
+
+    n = s.shape[-1]
+    padded = -(-n // _BLOCK) * _BLOCK
+    init = (
+        jnp.zeros(s.shape[:-1] + (padded,), s.dtype) + jnp.zeros_like(s[..., :1]),
+        jnp.zeros_like(s),
+        jnp.zeros((), s.dtype),
+    )
+    to_columns, row_sums, d_temperature = _column_blocks(s, valid, add_block, init)
+    ds = to_columns[..., :n] - g * row_sums
+    return ds, None, d_temperature.astype(temperature.dtype)
+
+
+_blocked_sigmoid_ranks.defvjp(_blocked_sigmoid_ranks_fwd, _blocked_sigmoid_ranks_bwd)
+
+
+def _expected_positions(logits, valid, temperature):
+    r"""Soft ranks from a relaxed permutation matrix given by its logits.
+
+    ``logits[..., p, i] / temperature`` scores item ``i`` for position ``p + 1``. Each row
+    is normalised over the real items (the relaxed permutation matrix
+    :math:`\hat P`), then each column over the used positions, and the soft rank
+    of item ``i`` is the mean position :math:`\sum_p p \hat P_{pi} / \sum_p
+    \hat P_{pi}`: a convex combination of ``1 .. m``, since the columns of
+    :math:`\hat P` need not sum to 1.
+    """
+    n = valid.shape[-1]
+    used = jnp.arange(n) < count(valid)[..., None]
+    mask = used[..., :, None] & valid[..., None, :]
+    log_p = masked_log_softmax(logits, mask, axis=-1, temperature=temperature)
+    share = jnp.where(mask, jnp.exp(masked_log_softmax(log_p, mask, axis=-2)), 0)
+    position = jnp.arange(1, n + 1, dtype=logits.dtype)
+    return jnp.sum(share * position[:, None], axis=-2)
+
+
+def neuralsort_logits(s, valid):
+    """NeuralSort's logits ``[..., p, i]`` for item ``i`` at position ``p + 1``.
+
+    ``(m + 1 - 2p) s_i - sum_j |s_i - s_j|`` over the ``m`` real items (Grover
+    et al. 2019), before division by the temperature. Shared by the soft ranks
+    here and by :func:`lodestar.losses.neural_ndcg_loss`.
+    """
+    n = s.shape[-1]
+    m = count(valid)[..., None].astype(s.dtype)
+    pair = valid[..., None, :] & valid[..., :, None]
+    spread = jnp.sum(jnp.where(pair, jnp.abs(s[..., :, None] - s[..., None, :]), 0), axis=-1)
+    position = jnp.arange(1, n + 1, dtype=s.dtype)
+    scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
+    return scale * s[..., None, :] - spread[..., None, :]
+
+
+def _neuralsort_ranks(s, valid, temperature):
+    return _expected_positions(neuralsort_logits(s, valid), valid, temperature)
+
+
+def descending(s, valid):
+    """Real scores sorted in descending order, then zeros for padding.
+
+    The sort key alone sees infinities; the values are gathered from the
+    finite ``s``, so no infinity enters a gradient.
+    """
+    order = jnp.argsort(jnp.where(valid, -s, jnp.inf), axis=-1, stable=True)
+    ordered = jnp.take_along_axis(s, order, axis=-1)
+    return jnp.where(jnp.take_along_axis(valid, order, axis=-1), ordered, 0)
+
+
+def _softsort_ranks(s, valid, temperature):
+    ordered = descending(s, valid)
+    logits = -jnp.abs(ordered[..., :, None] - s[..., None, :])
+    return _expected_positions(logits, valid, temperature)
+
+
+def _isotonic_blocks(z_sorted, m):
+    r"""Pool adjacent violators for the permutahedron projection, in O(n).
+
+    Solves :math:`\min_{v_1 \ge \dots \ge v_m} \lVert v - (z - w) \rVert^2`
+    over the first ``m`` entries of the descending ``z_sorted``, with
+    :math:`w = (m, m-1, \dots, 1)`, by a stack of blocks: push each entry, and
+    merge the two top blocks while their means violate the order. There are at
+    most ``m`` pushes and ``m - 1`` merges, so the single ``while_loop`` runs at
+    most ``2m`` O(1) steps.
+
+    A block holding sorted positions ``[a, b)`` is stored by its start ``a``
+    and the mean of ``z`` over it; the mean of ``w`` over it is
+    ``m - (a + b - 1) / 2`` exactly, so the huge ``z`` of a small temperature
+    never absorbs the small ``w`` (two blocks violate the order iff
+    ``mean_z1 - mean_z2 < (b2 - a1) / 2``).
+
+    Returns:
+      ``(block_id, block_start, block_end, z_mean)``, each of shape ``(n,)``, for
+      the block of every sorted position (meaningless past ``m``).
+    """
+    n = z_sorted.shape[0]
+    dtype = z_sorted.dtype
+    starts = jnp.zeros(n + 1, jnp.int32)
+    means = jnp.zeros(n, dtype)
+
+    def violated(i, top, starts, means):
+        lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
+        gap = means[lo] - means[hi]
+        return (top >= 2) & (gap < (i - starts[lo]).astype(dtype) / 2)
+
+    def cond(state):
+        i, top, starts, means = state
+        return (i < m) | violated(i, top, starts, means)
+
+    def body(state):
+        i, top, starts, means = state
+        merge = violated(i, top, starts, means)
+        lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
+        first = (starts[hi] - starts[lo]).astype(dtype)
+        second = (i - starts[hi]).astype(dtype)
+        # m1 + (m2 - m1) c2 / (c1 + c2): equal means merge to that mean exactly.
+        merged = means[lo] + (means[hi] - means[lo]) * (
+            second / jnp.where(merge, first + second, 1)
+        )
+        slot = jnp.where(merge, lo, top)
+        value = jnp.where(merge, merged, z_sorted[jnp.minimum(i, n - 1)])
+        means = means.at[slot].set(value, mode="drop")
+        starts = starts.at[top].set(jnp.where(merge, starts[top], i), mode="drop")
+        i = i + jnp.where(merge, 0, 1)
+        top = top + jnp.where(merge, -1, 1)
+        return i, top, starts, means
+
+    zero = jnp.zeros((), jnp.int32)
+    _, top, starts, means = lax.while_loop(cond, body, (zero, zero, starts, means))
+    block = jnp.arange(n)
+    marks = jnp.zeros(n, jnp.int32).at[jnp.where(block < top, starts[:n], n)].add(1, mode="drop")
+    block_id = jnp.clip(jnp.cumsum(marks) - 1, 0, n - 1)
+    ends = jnp.where(block + 1 < top, starts[1:], m)
+    return block_id, starts[block_id], ends[block_id], means[block_id]
+
+
+def _project_forward(z, valid):
+    n = z.shape[0]
+    m = count(valid)
+    # Real items by descending z (ascending score), padding last.
+    order = jnp.argsort(jnp.where(valid, -z, jnp.inf), stable=True)
+    z_sorted = z[order]
+    block_id, start, end, z_mean = _isotonic_blocks(z_sorted, m)
+    used = jnp.arange(n) < m
+    dtype = z.dtype
+    w_mean = m.astype(dtype) - (start + end - 1).astype(dtype) / 2
+    out_sorted = jnp.where(used, w_mean + (z_sorted - z_mean), 0)
+    out = jnp.zeros(n, dtype).at[order].set(out_sorted)
+    size = jnp.maximum(end - start, 1).astype(dtype)
+    return out, (order, block_id, size, used)
+
+
+@jax.custom_vjp
+def _project_permutahedron(z, valid):
+    r"""Euclidean projection of the real entries of ``z`` onto the permutahedron.
+
+    The permutahedron is that of :math:`(m, m-1, \dots, 1)` for the ``m`` real
+    items; padding gets 0. One list (1-D) at a time.
+    """
+    return _project_forward(z, valid)[0]
+
+
+def _project_fwd(z, valid):
+    out, residuals = _project_forward(z, valid)
+    return out, residuals
+
+
+def _project_bwd(residuals, g):
+    # The Jacobian is I minus block-wise averaging (Blondel et al. 2020, Prop. 4).
+    order, block_id, size, used = residuals
+    n = g.shape[0]
+    g_sorted = jnp.where(used, g[order], 0)
+    block_sum = jax.ops.segment_sum(g_sorted, block_id, num_segments=n)
+    grad_sorted = jnp.where(used, g_sorted - block_sum[block_id] / size, 0)
+    return jnp.zeros_like(g).at[order].set(grad_sorted), None
+
+
+_project_permutahedron.defvjp(_project_fwd, _project_bwd)
+
+
+def _permutahedron_ranks(s, valid, temperature):
+    z = -s / temperature
+    shape = z.shape
+    flat = jax.vmap(_project_permutahedron)(z.reshape(-1, shape[-1]), valid.reshape(-1, shape[-1]))
+    return flat.reshape(shape)
+
+
+_RANKERS = {
+    "sigmoid": _sigmoid_ranks,
+    "neuralsort": _neuralsort_ranks,
+    "softsort": _softsort_ranks,
+    "permutahedron": _permutahedron_ranks,
+}
+
+
+def soft_ranks(s, valid, temperature, method):
+    """Soft 1-based ranks of the real items of ``s``; 0 for padding.
+
+    ``s`` is floating and already zero on padding. The result is clipped into
+    ``[1, m]`` (``m`` real items), where every method lies in exact
+    arithmetic; the clip only removes round-off.
+    """
+    r = _RANKERS[method](s, valid, temperature)
+    m = jnp.maximum(count(valid), 1)[..., None].astype(s.dtype)
+    return jnp.where(valid, jnp.clip(r, 1, m), 0)
+
+
+def top_k_weight(s, valid, temperature, k, *, cut):
+    r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``.
+
+    ``k`` may be traced (one compilation serves every ``k``); ``cut`` (static)
+    is False when no ``k`` was given, which skips the sort.
+    """
+    n = s.shape[-1]
+    if not cut:
+        return jnp.ones_like(s)
+    ordered = descending(s, valid)
+    cuts = k < count(valid)
+    kth = jnp.take(ordered, jnp.clip(k - 1, 0, n - 1), axis=-1)
+    after = jnp.take(ordered, jnp.clip(k, 0, n - 1), axis=-1)
+    threshold = jnp.where(cuts, (kth + after) / 2, 0)
+    weight = jax.nn.sigmoid((s - threshold[..., None]) / temperature)
+    return jnp.where(cuts[..., None], weight, 1)

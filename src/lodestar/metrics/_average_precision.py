@@ -1,0 +1,151 @@
+"""Average precision: precision at each relevant item's rank, expected over tie orders."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax.numpy as jnp
+
+from lodestar import _docs, _ranking, _validation
+from lodestar.metrics import _kernel
+
+if TYPE_CHECKING:
+    from jaxtyping import Array, Bool, Float, Int, Num
+
+
+def _average_precision(lists: _kernel.Lists, k):
+    dtype = lists.dtype
+    if lists.n == 0:
+        return jnp.zeros(lists.labels.shape[:-1], dtype)
+    relevant = lists.relevant()
+    blocks = lists.ranking.blocks
+    relevant_above, relevant_in_block = _ranking.block_totals(relevant.astype(jnp.int32), blocks)
+    start = blocks.above.astype(dtype)
+    size = blocks.tied.astype(dtype)
+    # Expected share of relevant items among any u block-mates placed first.
+    others = (relevant_in_block - 1).astype(dtype) / jnp.maximum(size - 1, 1)
+    counted_above = 1 + relevant_above.astype(dtype)
+
+    def precision_at_offset(u):
+        return (counted_above + u * others) / (start + u + 1)
+
+    expected = _ranking.block_position_sum(blocks, k, precision_at_offset, dtype) / size
+    found = jnp.sum(jnp.where(relevant, expected, 0), axis=-1)
+    return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
+
+
+AVERAGE_PRECISION = _kernel.Formula("average_precision", _average_precision)
+
+
+@_docs.shared
+def average_precision(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    num_relevant: Num[Array, "*batch"] | None = None,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Average precision at ``k``, expected over tied scores; the mean over lists is MAP.
+
+    Any non-zero label is relevant. Without ties,
+
+    .. math::
+
+        \mathrm{AP@k} = \frac{1}{R} \sum_{i\,:\,\ell_i \ne 0,\ p_i \le k}
+            \mathrm{P@}p_i,
+
+    the precision at the 1-based rank :math:`p_i` of each relevant item ranked
+    within ``k``, over :math:`R`, the number of relevant real items **in the
+    whole list** (also those past ``k``), as trec_eval's ``map_cut_k`` does,
+    or ``num_relevant`` if given: pass the number of relevant documents in the
+    qrels, retrieved or not, to get trec_eval's ``map``.
+
+    With ties, let item :math:`i`'s block start at 0-based position :math:`a`,
+    hold :math:`m` items of which :math:`r` are relevant, and let :math:`A`
+    relevant items rank strictly above it. Given that :math:`i` sits at offset
+    :math:`u` of its block, its :math:`u` predecessors are a uniformly random
+    subset of its :math:`m - 1` block-mates, holding :math:`u (r-1)/(m-1)`
+    relevant items in expectation. Precision at :math:`i`'s rank is linear in
+    that count, so
+
+    .. math::
+
+        \mathbb{E}[\mathrm{AP@k}] = \frac{1}{R} \sum_{i\,:\,\ell_i \ne 0}
+            \frac{1}{m} \sum_{u=0}^{\min(m, k - a) - 1}
+            \frac{1 + A + u\,\frac{r - 1}{m - 1}}{a + u + 1}
+
+    (the fraction :math:`\frac{r-1}{m-1}` is 0 when :math:`m = 1`). The inner
+    sum runs over offsets, so a list costs O(n · m) for its largest tie block
+    of :math:`m` items starting before ``k``: one pass without ties.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: Only relevant items within the first ``k`` positions contribute; the
+        denominator stays :math:`R`. None, or a ``k`` past ``n``, looks at the
+        whole list.
+      {{ignore_ties}}
+      {{num_relevant}}
+      {{where}}
+      {{packed}}
+
+    Returns:
+      ``(...)`` average precision of each list, in [0, 1]. A list with no
+      relevant item scores 0; it is never dropped. NaN for a list with a NaN
+      score.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
+
+    Example:
+      Relevant items at ranks 1 and 3 give (1/1 + 2/3) / 2; with all four
+      scores tied the expectation is lower:
+
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics
+      >>> labels = jnp.array([1, 0, 1, 0])
+      >>> print(f"{metrics.average_precision(-jnp.arange(4.0), labels):.4f}")
+      0.8333
+      >>> print(f"{metrics.average_precision(jnp.zeros(4), labels):.4f}")
+      0.6806
+
+    Remarks:
+      Some "AP@k" definitions in recommender-system libraries divide by
+      :math:`\min(k, R)` instead of :math:`R`; lodestar follows trec_eval,
+      Rax, TF-Ranking and ranx. The value depends on every relevant item's
+      rank, so it is a poor fit when only the first result is read; see
+      :func:`reciprocal_rank`.
+
+    References:
+      Buckley & Voorhees, "Evaluating evaluation measure stability", SIGIR
+      2000. https://doi.org/10.1145/345508.345543
+
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    return _kernel.evaluate(
+        AVERAGE_PRECISION,
+        scores,
+        labels,
+        caller="average_precision",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        list_context={
+            "num_relevant": _validation.check_num_relevant(
+                num_relevant, scores, segments, max_segments, caller="average_precision"
+            )
+        },
+    )

@@ -1,0 +1,258 @@
+"""DCG and NDCG: gains weighted by the mean discount of each item's tie block."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import jax.numpy as jnp
+
+from lodestar import _docs, _gains, _validation
+from lodestar.metrics import _kernel
+
+if TYPE_CHECKING:
+    from jaxtyping import Array, Bool, Float, Int, Num
+
+
+def _dcg(lists: _kernel.Lists, k, *, gain, log_base):
+    gains = _gains.apply_gain(gain, lists.labels.astype(lists.dtype))
+    table = _gains.discount_table(lists.n, k=k, log_base=log_base, dtype=lists.dtype)
+    return lists.ranking.weighted_sum(gains, table)
+
+
+def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains):
+    """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains."""
+    context = lists.context
+    if "ideal_labels" in context:
+        labels = context["ideal_labels"]
+        valid = context.get("ideal_where", jnp.ones(labels.shape, bool))
+        pool = jnp.where(valid, _gains.apply_gain(gain, labels.astype(lists.dtype)), 0)
+        return _gains.ideal_dcg(pool, valid, k=k)
+    return _gains.ideal_dcg(gains, lists.valid, k=k, rank_k=lists.ranking.k, top_gains=top_gains)
+
+
+def _ndcg(lists: _kernel.Lists, k, *, gain):
+    valid = lists.valid
+    gains = jnp.where(valid, _gains.apply_gain(gain, lists.labels.astype(lists.dtype)), 0)
+    table = _gains.discount_table(lists.n, k=k, log_base=2.0, dtype=lists.dtype)
+    top_gains = None
+    if lists.ranking.k is None or "ideal_labels" in lists.context:
+        value = lists.ranking.weighted_sum(gains, table)
+    else:
+        # One host sort finds the top scores and the top gains alike.
+        candidates = _gains.ideal_candidates(gains, valid)
+        value, top_gains = lists.ranking.weighted_sum(gains, table, largest_of=candidates)
+    return _kernel.ratio_or_zero(value, _ideal(lists, k, gain, gains, top_gains))
+
+
+DCG = _kernel.Formula("dcg", _dcg, static=("gain",))
+NDCG = _kernel.Formula("ndcg", _ndcg, static=("gain",))
+
+
+@_docs.shared
+def dcg(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    k: int | None = None,
+    log_base: float = 2.0,
+    gain: str | Callable = "linear",
+    ignore_ties: bool = False,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Discounted cumulative gain of each list, averaged over tied scores.
+
+    .. math::
+
+        \mathrm{DCG@k} = \sum_{p=1}^{\min(k, n)} \frac{g(\ell_{\pi(p)})}{\log_b(p + 1)}
+
+    where :math:`\pi` orders the items by descending score. Items with tied
+    scores share the mean of the discounts of the positions their tie block
+    occupies (truncated at ``k``), which equals the mean of DCG over every
+    order of the tied items.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` graded relevance of each item.
+      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
+        scores the whole list.
+      log_base: Base :math:`b` of the positional discount, in (0, inf). A base
+        below 1 makes the discounts, and so the score, negative; a base of 1
+        makes every discount 0.
+      gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
+        (:math:`2^\ell - 1`), or a callable applied to the labels.
+      {{ignore_ties}}
+      {{where}}
+      {{packed}}
+
+    Returns:
+      ``(...)`` DCG of each list. Unbounded above: it grows with the label
+      values, so two lists are comparable only on the same judgement scale;
+      use :func:`ndcg` for a number in [0, 1]. A list with no real items
+      scores 0; a list with a NaN score scores NaN.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1;
+        ``log_base`` is not in (0, inf); ``gain`` is unknown.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity.
+
+    Example:
+      Four documents whose scores all tie, scored both ways (the worked
+      example of the Lodestar.Metrics ``Dcg.Score`` page):
+
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics
+      >>> relevance = jnp.array([3.0, 2.0, 1.0, 0.0])
+      >>> tied = jnp.full(4, 0.5)
+      >>> print(f"{metrics.dcg(tied, relevance):.3f}")
+      3.842
+      >>> print(f"{metrics.dcg(tied, relevance, ignore_ties=True):.3f}")
+      2.923
+
+    Remarks:
+      The gains are linear by default. Much of the literature uses
+      :math:`2^\ell - 1` instead (``gain="exp2"``), which on the list above
+      ranked perfectly gives 9.3927… where the linear gain gives 4.7618…; the
+      difference is the definition, not an error on either side. The averaged
+      and arbitrary values above differ by almost a third, which is why
+      ``ignore_ties`` defaults to False.
+
+    References:
+      Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR
+      techniques", ACM TOIS 20(4), 2002. https://doi.org/10.1145/582415.582418
+
+      McSherry & Najork, "Computing information retrieval performance measures
+      efficiently in the presence of tied scores", ECIR 2008.
+      https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    # Checked in scikit-learn's order: k, then log_base.
+    _validation.check_k(k, caller="dcg")
+    log_base = _validation.check_log_base(log_base, caller="dcg")
+    gain = _validation.check_gain(gain, caller="dcg")
+    return _kernel.evaluate(
+        DCG,
+        scores,
+        labels,
+        caller="dcg",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        options={"gain": gain, "log_base": log_base},
+    )
+
+
+@_docs.shared
+def ndcg(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    k: int | None = None,
+    gain: str | Callable = "linear",
+    ignore_ties: bool = False,
+    ideal_labels: Num[Array, "*batch m"] | None = None,
+    ideal_where: Bool[Array, "*batch m"] | None = None,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Normalised DCG of each list: DCG divided by the ideal DCG.
+
+    .. math::
+
+        \mathrm{NDCG@k} = \frac{\mathrm{DCG@k}(\text{scores})}
+                               {\mathrm{DCG@k}(\text{items sorted by gain})}
+
+    The ideal uses the same ``k``, the same gain and the base-2 discount. By
+    default it ranks the list's own real items (padding is excluded); with
+    ``ideal_labels`` it ranks those instead, as trec_eval ranks every judged
+    document of the query, retrieved or not. A list whose ideal DCG is 0 (no
+    item with a non-zero gain) scores 0.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` graded relevance, non-negative.
+      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
+        scores the whole list.
+      gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
+        (:math:`2^\ell - 1`), or a callable applied to the labels. The ideal
+        ranks the items by their gains.
+      {{ignore_ties}}
+      ideal_labels: ``(..., m)`` labels of every judged item of each list,
+        retrieved or not, for the ideal ranking; None uses ``labels``. Not
+        with ``segments``.
+      ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
+        padding.
+      {{where}}
+      {{packed}}
+
+    Returns:
+      ``(...)`` NDCG of each list, in [0, 1] for non-negative gains (with
+      ``ideal_labels``, when they hold every retrieved item's label); 0 for a
+      list with no relevant or no real item; NaN for a list with a NaN score.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
+        unknown.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``ideal_labels``
+        does not share the batch shape, or comes with ``segments``;
+        ``ideal_where`` comes without ``ideal_labels`` or differs from it in
+        shape; on concrete inputs, a real item holds NaN or infinity, or a
+        negative label (the ratio would leave [0, 1]).
+
+    Example:
+      The worked example of the encyclopedia article on DCG: six documents
+      ranked in the order given, graded 3, 2, 3, 0, 1, 2, with two more judged
+      documents (graded 3 and 2) that the ranking did not retrieve. With the
+      judged documents as ``ideal_labels``, the cut at 6 scores the six
+      retrieved ones against an ideal that ranks all eight:
+
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics
+      >>> retrieved = jnp.array([3.0, 2.0, 3.0, 0.0, 1.0, 2.0])
+      >>> judged = jnp.array([3.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0, 2.0])
+      >>> scores = -jnp.arange(6.0)
+      >>> print(f"{metrics.ndcg(scores, retrieved, k=6, ideal_labels=judged):.3f}")
+      0.785
+
+    Remarks:
+      NDCG does not penalise a bad document whose label is 0, nor a missing
+      document: a list graded 1, 1, 1 and a list graded 1, 1, 1, 0 both score
+      1. Score a fixed number of positions (``k``) and pad short lists with
+      zero-gain items where that matters, or give the judged pool as
+      ``ideal_labels``.
+
+    References:
+      Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR
+      techniques", ACM TOIS 20(4), 2002. https://doi.org/10.1145/582415.582418
+
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    gain = _validation.check_gain(gain, caller="ndcg")
+    ideal_labels, ideal_where = _validation.check_ideal(
+        ideal_labels, ideal_where, scores, segments, caller="ndcg"
+    )
+    return _kernel.evaluate(
+        NDCG,
+        scores,
+        labels,
+        caller="ndcg",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        options={"gain": gain},
+        list_context={"ideal_labels": ideal_labels, "ideal_where": ideal_where},
+    )

@@ -1,0 +1,212 @@
+"""Reciprocal rank and hits: measures decided by the first block holding a relevant item."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import jax.numpy as jnp
+
+from lodestar import _docs, _ranking
+from lodestar.metrics import _kernel
+
+if TYPE_CHECKING:
+    from jaxtyping import Array, Bool, Float, Int, Num
+
+
+def _first_relevant(lists: _kernel.Lists):
+    """The first block holding a relevant item, and how many offsets of it matter."""
+    blocks = lists.ranking.blocks
+    block = _ranking.first_relevant_block(blocks, lists.relevant())
+    # Only offsets j with a + j <= k can count, so a static k bounds them.
+    k = lists.ranking.k
+    return block, lists.n if k is None else min(k, lists.n)
+
+
+def _reciprocal_rank(lists: _kernel.Lists, k):
+    if lists.n == 0:
+        return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
+    block, length = _first_relevant(lists)
+    probabilities = _ranking.first_relevant_position_probabilities(block, length, lists.dtype)
+    rank = block.above[..., None] + jnp.arange(1, length + 1)  # 1-based rank of offset j
+    weights = jnp.where(rank <= k, 1 / rank.astype(lists.dtype), 0)
+    return jnp.sum(probabilities * weights, axis=-1)
+
+
+def _hits(lists: _kernel.Lists, k):
+    block, length = _first_relevant(lists)
+    # Only the first block holding a relevant item decides; c of its positions
+    # lie within k, and a static k bounds c.
+    slots = jnp.clip(k - block.above, 0, block.size)
+    return 1 - _ranking.probability_none_relevant_first(block, slots, length, lists.dtype)
+
+
+RECIPROCAL_RANK = _kernel.Formula("reciprocal_rank", _reciprocal_rank)
+HITS = _kernel.Formula("hits", _hits)
+
+
+@_docs.shared
+def reciprocal_rank(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Reciprocal rank of the first relevant item, expected over tied scores.
+
+    Any non-zero label is relevant; 3 counts no more than 1. Without ties the
+    value is :math:`1 / p` for the position :math:`p` (1-based) of the first
+    relevant item, or 0 if it lies past ``k`` or no item is relevant.
+
+    With ties, let :math:`B` be the first tie block that holds a relevant item,
+    :math:`a` the number of items above it, :math:`m = |B|` and :math:`r` the
+    relevant items in it. Under a uniformly random order of :math:`B`:
+
+    .. math::
+
+        \mathbb{E}[\mathrm{RR}] = \sum_{j=1}^{m-r+1}
+            \frac{\binom{m-j}{r-1}}{\binom{m}{r}} \cdot \frac{1}{a + j},
+
+    with the terms where :math:`a + j > k` dropped.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance judgements; any non-zero value is relevant.
+      k: Only a first relevant item within the first ``k`` positions counts.
+        None, or a ``k`` past ``n``, looks at the whole list.
+      {{ignore_ties}}
+      {{where}}
+      {{packed}}
+
+    Returns:
+      ``(...)`` reciprocal rank of each list, in [0, 1]. 1 when a relevant item
+      ranks first; 0 when none is relevant or none is within ``k``. A list with
+      no relevant item counts 0 rather than being dropped: take the plain mean
+      of the result to get MRR. NaN for a list with a NaN score.
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity.
+
+    Example:
+      Two queries; the first relevant document is second, then first:
+
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics
+      >>> relevance = jnp.array([[0, 1, 0, 0], [1, 0, 0, 0]])
+      >>> scores = jnp.array([[0.9, 0.5, 0.4, 0.1], [0.9, 0.5, 0.4, 0.1]])
+      >>> float(metrics.reciprocal_rank(scores, relevance).mean())
+      0.75
+
+    Remarks:
+      Everything after the first relevant item is invisible to this number,
+      which makes it the wrong metric when the reader consumes the whole list.
+      Report it beside :func:`ndcg`, not instead of it. Implementations differ
+      on lists without a relevant item; dropping them raises the mean and makes
+      two runs over different query sets incomparable, so lodestar keeps them
+      as 0.
+
+    References:
+      Voorhees, "The TREC-8 question answering track report", TREC 1999.
+
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    return _kernel.evaluate(
+        RECIPROCAL_RANK,
+        scores,
+        labels,
+        caller="reciprocal_rank",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+
+
+@_docs.shared
+def hits(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Hits at ``k``: 1 if a relevant item is among the first ``k``, else 0, expected over ties.
+
+    Any non-zero label is relevant. Under tied scores the value is the
+    probability of a hit. Only the first tie block :math:`B` holding a relevant
+    item matters: with :math:`a` items above it, :math:`m = |B|`, :math:`r`
+    relevant items in it and :math:`c = \min(\max(k - a, 0), m)` of its
+    positions within ``k``, the hypergeometric probability that none of the
+    :math:`r` lands in those :math:`c` positions gives
+
+    .. math::
+
+        \mathbb{E}[\mathrm{Hits@k}] = 1 - \binom{m - r}{c} \Big/ \binom{m}{c}
+            = 1 - \prod_{j=0}^{c-1} \frac{m - r - j}{m - j}.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: The number of positions. None, or a ``k`` past ``n``, looks at the
+        whole list (1 whenever an item is relevant).
+      {{ignore_ties}}
+      {{where}}
+      {{packed}}
+
+    Returns:
+      ``(...)`` hits of each list, in [0, 1]; exactly 0 or 1 without ties. A
+      list with no relevant item scores 0. NaN for a list with a NaN score.
+      The plain mean over lists is the hit rate (trec_eval's ``success_k``).
+
+    Raises:
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
+
+    Example:
+      One relevant item among three tied for the top: a hit at 1 one time in
+      three, at 2 two times in three:
+
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics
+      >>> scores = jnp.array([0.5, 0.5, 0.5, 0.1])
+      >>> labels = jnp.array([0, 1, 0, 0])
+      >>> print(f"{metrics.hits(scores, labels, k=1):.4f} {metrics.hits(scores, labels, k=2):.4f}")
+      0.3333 0.6667
+
+    Remarks:
+      ranx's ``hits@k`` is something else: the *number* of relevant items in
+      the top ``k`` (lodestar: ``k * precision``). lodestar's ``hits`` is
+      ranx's ``hit_rate@k`` and TF-Ranking's ``HitsMetric``.
+
+    References:
+      McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
+    """
+    return _kernel.evaluate(
+        HITS,
+        scores,
+        labels,
+        caller="hits",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+    )

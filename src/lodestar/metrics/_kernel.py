@@ -1,0 +1,284 @@
+"""How an exact measure is evaluated: a formula over the rank engine, in one jitted kernel.
+
+Every exact measure is a :class:`Formula`: a function of a :class:`Lists` (the
+engine's :class:`lodestar._ranking.Ranking` of the batch, the labels, the mask
+and any per-list context such as ``num_relevant``) and of the cut-off ``k``.
+One jitted kernel, :func:`evaluate_formulas`, evaluates a tuple of formulas
+on one batch and shares one ranking among them: a public function asks for
+one formula, ``lodestar evaluate`` for every measure of the command line at
+once.
+
+:func:`evaluate` is the path of a public function: validate (decision 0003),
+lay packed lists out (0009), run the kernel, and turn a list holding a value
+the checks would refuse into NaN when the inputs are traced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from lodestar import _lists, _ranking, _validation
+
+
+class Lists(NamedTuple):
+    """What a formula sees: one batch of lists inside the kernel's trace.
+
+    Attributes:
+      ranking: The engine's view of the batch; shared by every formula of
+        the kernel.
+      labels: ``(..., n)`` labels as given (any numeric dtype).
+      valid: ``(..., n)`` boolean mask of real items.
+      dtype: The floating dtype to compute and return in.
+      context: Per-list or per-item extras by name (``num_relevant``,
+        ``judged``, ``ideal_labels`` ...); only those given are present.
+    """
+
+    ranking: _ranking.Ranking
+    labels: jax.Array
+    valid: jax.Array
+    dtype: Any
+    context: Mapping[str, jax.Array]
+
+    @property
+    def n(self) -> int:
+        """The padded list length."""
+        return self.labels.shape[-1]
+
+    def relevant(self) -> jax.Array:
+        """Real, judged items with a non-zero label: what the binary measures count."""
+        relevant = self.valid & (self.labels != 0)
+        if "judged" in self.context:
+            relevant = relevant & self.context["judged"]
+        return relevant
+
+    def relevant_total(self, relevant: jax.Array) -> jax.Array:
+        """``num_relevant`` if given, else the relevant items of the list, in ``dtype``."""
+        if "num_relevant" in self.context:
+            return self.context["num_relevant"].astype(self.dtype)
+        return jnp.sum(relevant, axis=-1).astype(self.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class Formula:
+    """An exact measure's arithmetic over the rank engine.
+
+    Attributes:
+      name: The measure's name, for messages.
+      compute: ``compute(lists, k, **options) -> (...)``: one value per list.
+        ``k`` is the cut-off as a traced integer (the list length when there
+        is none); options are the static and traced options it was asked for.
+      static: The names among the options that are Python values fixed at
+        trace time (a gain name, a flag); the others are traced.
+      exploits_cutoff: Whether the formula only needs the blocks that start
+        before ``k``, so that the engine may take its top-k path.
+    """
+
+    name: str
+    compute: Callable[..., jax.Array]
+    static: tuple[str, ...] = ()
+    exploits_cutoff: bool = True
+
+
+def ratio_or_zero(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
+    """``numerator / denominator``, and 0 where the denominator is 0."""
+    nonzero = denominator != 0
+    return jnp.where(nonzero, numerator / jnp.where(nonzero, denominator, 1), 0)
+
+
+# Large batches run through the kernel one tile of lists at a time
+# (``lax.map``): the engine's per-item temporaries then stay tile-sized and in
+# cache instead of several copies of the whole batch (decision 0011).
+TILE_ITEMS = 1 << 20
+
+
+def _over_tiles(kernel):
+    """Evaluate a per-list ``kernel`` tile by tile when the batch is large.
+
+    The lists are flattened and cut into tiles of about :data:`TILE_ITEMS`
+    items (a tile size that divides the batch if one is near, so that no slice
+    copies the input); the tiles run in a ``lax.map``, any remainder in one
+    more call. Every array argument whose leading axes are the batch axes is
+    cut the same way: per-item arrays and per-list context alike. Only on a
+    single device: a reshape of a batch sharded over devices would move data
+    between them.
+    """
+
+    @functools.wraps(kernel)
+    def tiled(scores, arrays, traced, **static):
+        batch, n = scores.shape[:-1], scores.shape[-1]
+        lists = math.prod(batch)
+        rows = max(1, TILE_ITEMS // max(n, 1))
+        rows = next((d for d in range(rows, rows // 2, -1) if lists % d == 0), rows)
+        tiles = lists // rows
+        if tiles < 2 or jax.device_count() > 1:
+            return kernel(scores, arrays, traced, **static)
+
+        def flat(x):
+            return x.reshape(lists, *x.shape[len(batch) :])
+
+        flat_scores, flat_arrays = flat(scores), jax.tree.map(flat, arrays)
+        body = rows * tiles
+
+        def run(pair):
+            return kernel(*pair, traced, **static)
+
+        def head(x):
+            return x[:body].reshape(tiles, rows, *x.shape[1:])
+
+        values = lax.map(run, (head(flat_scores), jax.tree.map(head, flat_arrays)))
+        values = jax.tree.map(lambda v: v.reshape(body), values)
+        if body < lists:
+            tail = run((flat_scores[body:], jax.tree.map(lambda x: x[body:], flat_arrays)))
+            values = jax.tree.map(lambda v, t: jnp.concatenate([v, t]), values, tail)
+        return jax.tree.map(lambda v: v.reshape(batch), values)
+
+    return tiled
+
+
+@functools.partial(jax.jit, static_argnames=("requests", "rank_k", "ignore_ties"))
+@_over_tiles
+def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
+    """Evaluate several formulas on one batch, sharing one ranking.
+
+    Args:
+      scores: ``(..., n)`` scores.
+      arrays: ``{"labels": ..., "where": ... or None, "context": {...}}``.
+      traced: Per request, a dict of its traced options, ``"k"`` among them.
+      requests: Per request, ``(formula, static options as sorted pairs)``.
+      rank_k: The static cut-off the engine may exploit, or None.
+      ignore_ties: Break ties by descending index.
+
+    Returns:
+      A tuple of ``(...)`` arrays, one per request.
+    """
+    labels, where, context = arrays["labels"], arrays["where"], arrays["context"]
+    valid = _lists.valid(scores, where)
+    dtype = _lists.compute_dtype(scores, labels)
+    ranking = _ranking.Ranking(scores, valid, k=rank_k, ignore_ties=ignore_ties)
+    lists = Lists(ranking, labels, valid, dtype, context)
+    values = []
+    for (formula, static), options in zip(requests, traced, strict=True):
+        options = dict(options)
+        k = options.pop("k")
+        values.append(formula.compute(lists, k, **dict(static), **options))
+    return tuple(values)
+
+
+def evaluate(
+    formula: Formula,
+    scores,
+    labels,
+    *,
+    caller: str,
+    k,
+    ignore_ties,
+    where=None,
+    segments=None,
+    max_segments=None,
+    max_segment_size=None,
+    nonnegative_labels: bool = False,
+    options: Mapping[str, Any] | None = None,
+    item_context: Mapping[str, Any] | None = None,
+    list_context: Mapping[str, Any] | None = None,
+):
+    """A public function's path: validate, lay out, evaluate one formula, apply the NaN rule.
+
+    Args:
+      formula: The measure.
+      scores: ``(..., n)`` array-like.
+      labels: ``(..., n)`` array-like.
+      caller: The public function's name, for messages.
+      k: The cut-off, None or an int >= 1 (checked here).
+      ignore_ties: Checked here.
+      where: Padding mask, or None.
+      segments: Packed-list ids, or None.
+      max_segments: See :mod:`lodestar._segments`.
+      max_segment_size: See :mod:`lodestar._segments`.
+      nonnegative_labels: Refuse negative labels in real items.
+      options: The formula's options, already validated.
+      item_context: Extra per-item ``(..., n)`` arrays (None entries dropped),
+        laid out with the lists.
+      list_context: Extra per-list arrays (None entries dropped), shaped like
+        the result.
+
+    Returns:
+      ``(...)`` (or ``(..., max_segments)``) one value per list.
+    """
+    k = _validation.check_k(k, caller=caller)
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
+    lists = _lists.prepare(
+        scores,
+        labels,
+        where,
+        caller=caller,
+        nonnegative_labels=nonnegative_labels,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    context = {
+        name: lists.layout(value)
+        for name, value in (item_context or {}).items()
+        if value is not None
+    }
+    context.update({name: v for name, v in (list_context or {}).items() if v is not None})
+    n = lists.scores.shape[-1]
+    options = dict(options or {})
+    static = tuple(sorted((name, options.pop(name)) for name in formula.static))
+    rank_k = None
+    if formula.exploits_cutoff:
+        rank_k = _ranking.exploited_cutoff(n, k, ignore_ties=ignore_ties)
+    traced = ({"k": n if k is None else min(k, n), **options},)
+    arrays = {"labels": lists.labels, "where": lists.where, "context": context}
+    (value,) = evaluate_formulas(
+        lists.scores,
+        arrays,
+        traced,
+        requests=((formula, static),),
+        rank_k=rank_k,
+        ignore_ties=ignore_ties,
+    )
+    if "num_relevant" in context:
+        value = _check_num_relevant(value, lists, context, caller=caller)
+    if not _validation.is_concrete(lists.scores, lists.labels, lists.where):
+        # Traced inputs were not checked (decision 0003): a list holding a NaN
+        # score or a refused label gives NaN. Concrete ones were refused above.
+        value = _validation.nan_for_invalid_values(
+            value,
+            lists.scores,
+            lists.labels,
+            lists.where,
+            nonnegative_labels=nonnegative_labels,
+        )
+    return lists.per_list(value)
+
+
+@jax.jit
+def _relevant_counts(labels, where, judged):
+    relevant = _lists.valid(labels, where) & (labels != 0)
+    if judged is not None:
+        relevant = relevant & judged
+    return jnp.sum(relevant, axis=-1)
+
+
+def _check_num_relevant(value, lists, context, *, caller):
+    """Refuse (or, traced, NaN) a list whose ``num_relevant`` is below its own relevant items."""
+    total = context["num_relevant"]
+    below = total < _relevant_counts(lists.labels, lists.where, context.get("judged"))
+    if _validation.is_concrete(below):
+        if bool(jnp.any(below)):
+            raise ValueError(
+                f"{caller} got num_relevant below the number of relevant items in a list; "
+                "it counts every relevant item of the list, retrieved or not."
+            )
+        return value
+    _validation.traced_check(~jnp.any(below), f"{caller} got num_relevant below a list's count.")
+    return jnp.where(below, jnp.nan, value)

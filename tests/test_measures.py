@@ -1,0 +1,273 @@
+"""Invariance tests over every exact measure of the registry (``lodestar._registry``).
+
+A measure that joins ``MEASURES`` inherits every test here: the all-orders
+oracle (tests/oracles.py, named by the registry entry), the descending-index
+order, padding anywhere, empty and padding-only lists, jit, vmap, batching,
+packed lists, integer, boolean and half-precision scores, float32 against
+float64, a zero gradient in the scores, the NaN rule under ``jit``, and the
+per-list context (``num_relevant``, ``ideal_labels``) it declares.
+
+Tolerances: float64 (x64 is on via conftest) ``rtol = atol = 1e-12``: only
+round-off separates the two sides. float32 against float64 on 50-item lists:
+``rtol = 2e-6, atol = 1e-6`` (a few float32 ulps summed over the list).
+Half-precision inputs are ranked and computed in float32: against float32
+inputs holding the same values, ``rtol = 1e-6``.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import oracles
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lodestar import _registry
+
+TOL = dict(rtol=1e-12, atol=1e-12)
+KEYS = list(_registry.MEASURES)
+
+
+def measure(key):
+    return _registry.MEASURES[key]
+
+
+def metric(key):
+    """The public function with its required options filled in."""
+    entry = measure(key)
+    return functools.partial(entry.function, **entry.required_options)
+
+
+def oracle(key):
+    """The brute-force reference on one explicit order, with the same options."""
+    entry = measure(key)
+    return functools.partial(getattr(oracles, entry.oracle), **entry.required_options)
+
+
+def cutoffs(key, n):
+    return [None, *range(1, n + 3)] if measure(key).cutoff else [None]
+
+
+def cut(key, k):
+    """``k`` as a keyword, for measures that take it."""
+    return {"k": k} if measure(key).cutoff else {}
+
+
+# Few distinct values, so most lists hold several tie blocks.
+tied_scores = st.sampled_from([0.0, 0.5, 0.5, 1.0, 1.0, -2.0])
+
+
+@st.composite
+def tied_lists(draw, max_n=7):
+    n = draw(st.integers(1, max_n))
+    scores = draw(st.lists(tied_scores, min_size=n, max_size=n))
+    labels = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    return np.array(scores), np.array(labels, dtype=np.float64)
+
+
+# --- exactness: every order of the ties -------------------------------------------------
+
+
+@pytest.mark.parametrize("key", KEYS)
+@given(case=tied_lists())
+def test_tie_average_is_the_mean_over_every_order(key, case):
+    scores, labels = case
+    for k in cutoffs(key, len(scores)):
+        expected = oracles.tie_average(oracle(key), scores, labels, **cut(key, k))
+        np.testing.assert_allclose(metric(key)(scores, labels, **cut(key, k)), expected, **TOL)
+
+
+@pytest.mark.parametrize("key", KEYS)
+@given(case=tied_lists())
+def test_ignore_ties_ranks_ties_by_descending_index(key, case):
+    scores, labels = case
+    for k in cutoffs(key, len(scores)):
+        expected = oracles.ignoring_ties(oracle(key), scores, labels, **cut(key, k))
+        got = metric(key)(scores, labels, ignore_ties=True, **cut(key, k))
+        np.testing.assert_allclose(got, expected, **TOL)
+
+
+@pytest.mark.parametrize("key", [k for k in KEYS if "num_relevant" in measure(k).context])
+@given(case=tied_lists(), extra=st.integers(0, 3))
+def test_num_relevant_counts_relevant_items_outside_the_list(key, case, extra):
+    scores, labels = case
+    total = np.count_nonzero(labels) + extra
+    for k in cutoffs(key, len(scores)):
+        expected = oracles.tie_average(
+            oracle(key), scores, labels, num_relevant=total, **cut(key, k)
+        )
+        got = metric(key)(scores, labels, num_relevant=np.float64(total), **cut(key, k))
+        np.testing.assert_allclose(got, expected, **TOL)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_long_lists_take_other_engine_paths_to_the_same_value(key):
+    # A tied list of 24 items alone (pairwise counting), and the same items
+    # scattered among 600 padding slots with scores of their own (top-k, the
+    # host or XLA sort): the engine path is chosen by the padded length, the
+    # value only by the real items.
+    rng = np.random.default_rng(11)
+    short_scores = rng.integers(5, 9, (3, 24)).astype(np.float64)
+    short_labels = rng.integers(0, 4, (3, 24)).astype(np.float64)
+    slots = np.sort(rng.permutation(624)[:24])
+    where = np.zeros((3, 624), bool)
+    where[:, slots] = True
+    scores = rng.integers(0, 12, (3, 624)).astype(np.float64)
+    labels = rng.integers(0, 4, (3, 624)).astype(np.float64)
+    scores[:, slots], labels[:, slots] = short_scores, short_labels
+    for k in [None, 3, 10, 100] if measure(key).cutoff else [None]:
+        for ignore_ties in (False, True):
+            options = dict(ignore_ties=ignore_ties, **cut(key, k))
+            short = metric(key)(short_scores, short_labels, **options)
+            long = metric(key)(scores, labels, where=where, **options)
+            np.testing.assert_allclose(long, short, **TOL)
+
+
+# --- padding, empty lists, batching, jit, vmap ----------------------------------------
+
+
+@pytest.mark.parametrize("key", KEYS)
+@given(case=tied_lists(max_n=6), data=st.data())
+def test_padding_anywhere_changes_nothing(key, case, data):
+    scores, labels = case
+    n_pad = data.draw(st.integers(1, 4))
+    slots = data.draw(st.permutations(range(len(scores) + n_pad)))
+    real = sorted(slots[: len(scores)])
+    padded_scores = np.array(
+        data.draw(st.lists(tied_scores, min_size=len(slots), max_size=len(slots)))
+    )
+    padded_labels = np.full(len(slots), 9.0)  # relevant and above any maximum: must not leak
+    where = np.zeros(len(slots), bool)
+    padded_scores[real], padded_labels[real], where[real] = scores, labels, True
+    padded_scores[~where] = np.where(np.arange(n_pad) % 2, np.nan, padded_scores[~where])
+    padded_labels[np.flatnonzero(~where)[0]] = -1.0  # negative padding is never refused
+    for k in (None, 1, 3, 9) if measure(key).cutoff else (None,):
+        for ignore_ties in (False, True):
+            options = dict(ignore_ties=ignore_ties, **cut(key, k))
+            expected = metric(key)(scores, labels, **options)
+            got = metric(key)(padded_scores, padded_labels, where=where, **options)
+            np.testing.assert_allclose(got, expected, **TOL)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_padding_only_lists_and_empty_lists_score_zero(key):
+    scores = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])
+    labels = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
+    where = np.array([[False] * 3, [True, False, True]])
+    got = metric(key)(scores, labels, where=where)
+    assert got[0] == 0.0
+    assert got[1] > 0.0
+    empty = metric(key)(np.zeros((3, 0)), np.zeros((3, 0)))
+    np.testing.assert_array_equal(empty, np.zeros(3))
+
+
+rng = np.random.default_rng(5)
+SCORES = np.round(rng.random((4, 3, 50)), 1)
+LABELS = (rng.integers(0, 4, (4, 3, 50)) * (rng.random((4, 3, 50)) < 0.4)).astype(np.float64)
+WHERE = rng.random((4, 3, 50)) < 0.85
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("k", [None, 5, 60])
+def test_jit_vmap_and_batching_agree(key, k):
+    if k is not None and not measure(key).cutoff:
+        pytest.skip("takes no cut-off")
+    options = cut(key, k)
+    eager = metric(key)(SCORES, LABELS, where=WHERE, **options)
+    assert eager.shape == (4, 3)
+    jitted = jax.jit(lambda s, y, w: metric(key)(s, y, where=w, **options))(SCORES, LABELS, WHERE)
+    np.testing.assert_allclose(jitted, eager, **TOL)
+    one = jax.vmap(jax.vmap(lambda s, y, w: metric(key)(s, y, where=w, **options)))
+    np.testing.assert_allclose(one(SCORES, LABELS, WHERE), eager, **TOL)
+    one_by_one = [
+        metric(key)(SCORES[i, j], LABELS[i, j], where=WHERE[i, j], **options)
+        for i, j in np.ndindex(4, 3)
+    ]
+    np.testing.assert_allclose(np.reshape(one_by_one, (4, 3)), eager, **TOL)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_packed_lists_score_what_they_score_padded_on_their_own(key):
+    segments = np.repeat(np.arange(5), 10)[None].repeat(12, 0)
+    scores, labels = SCORES.reshape(12, 50), LABELS.reshape(12, 50)
+    for k in (None, 3) if measure(key).cutoff else (None,):
+        packed = metric(key)(scores, labels, segments=segments, **cut(key, k))
+        alone = metric(key)(scores.reshape(12, 5, 10), labels.reshape(12, 5, 10), **cut(key, k))
+        np.testing.assert_allclose(packed, alone, **TOL)
+
+
+# --- dtypes ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_float32_in_float32_out(key):
+    expected = metric(key)(SCORES, LABELS, where=WHERE)
+    got = metric(key)(SCORES.astype(np.float32), LABELS.astype(np.float32), where=WHERE)
+    assert got.dtype == jnp.float32
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_float32_by_default_without_x64(key):
+    with jax.enable_x64(False):
+        got = metric(key)(SCORES.astype(np.float32), LABELS.astype(np.int32))
+        assert got.dtype == jnp.float32
+        assert metric(key)(np.arange(5), np.arange(5) % 3).dtype == jnp.float32
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
+def test_half_precision_is_computed_in_float32(key, dtype):
+    scores = jnp.asarray(SCORES, dtype)
+    got = metric(key)(scores, LABELS.astype(dtype))
+    assert got.dtype == jnp.float32
+    expected = metric(key)(scores.astype(jnp.float32), LABELS.astype(np.float32))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_])
+def test_integer_and_boolean_scores_are_ranked_by_value(key, dtype):
+    if dtype == np.bool_:
+        scores = np.array([False, True, False, True, True, False])
+    else:
+        info = np.iinfo(dtype)
+        # Extremes included: negating these would overflow or wrap around.
+        scores = np.array([info.min, info.max, 0, 1, info.max, info.min], dtype)
+    labels = np.array([0.0, 3.0, 1.0, 2.0, 3.0, 0.0])
+    as_float = np.argsort(np.argsort(scores.astype(np.float64), kind="stable"), kind="stable")
+    same = scores[:, None] == scores[None, :]
+    as_float = np.array([as_float[np.flatnonzero(row)].min() for row in same], np.float64)
+    for k in (None, 3) if measure(key).cutoff else (None,):
+        expected = metric(key)(as_float, labels, **cut(key, k))
+        np.testing.assert_allclose(metric(key)(scores, labels, **cut(key, k)), expected, **TOL)
+
+
+# --- gradients and NaN -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("n", [6, 300])
+def test_grad_with_respect_to_scores_is_zero(key, n):
+    scores = jnp.asarray(np.round(rng.random((2, n)), 1))
+    labels = jnp.asarray(rng.integers(0, 3, (2, n)).astype(np.float64))
+
+    def total(s):
+        return metric(key)(s, labels, **cut(key, 4 if measure(key).cutoff else None)).sum()
+
+    grad = jax.jit(jax.grad(total))(scores)
+    np.testing.assert_array_equal(grad, np.zeros_like(scores))
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("n", [5, 300])
+def test_nan_score_under_jit_gives_nan_for_that_list_only(key, n):
+    scores = np.round(rng.random((3, n)), 1)
+    labels = rng.integers(0, 3, (3, n)).astype(np.float64)
+    labels[:, 0] = 1.0
+    scores[1, n // 2] = np.nan
+    got = np.asarray(jax.jit(lambda s, y: metric(key)(s, y))(scores, labels))
+    assert np.isnan(got[1])
+    assert np.all(np.isfinite(got[[0, 2]]))
