@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from lodestar import _trec
+from lodestar._trec import evaluate, join, names, read
 from lodestar.cli import DEFAULT_MEASURES
 
 
@@ -88,7 +88,7 @@ def compare_readers(run_path, lines, directory, rounds):
         for _, line in zip(range(lines), source, strict=False):
             out.write(line)
     readers = {
-        "lodestar._trec.read_run": _trec.read_run,
+        "lodestar._trec.read.read_run": read.read_run,
         "python line loop": python_loop_reader,
         "np.loadtxt(dtype=str)": loadtxt_reader,
     }
@@ -96,7 +96,7 @@ def compare_readers(run_path, lines, directory, rounds):
     for _ in range(rounds):
         for name, reader in readers.items():
             best[name] = min(best[name], timed(reader, sample)[1])
-    ours = best["lodestar._trec.read_run"]
+    ours = best["lodestar._trec.read.read_run"]
     print(f"\nreaders on {lines:,} lines (fastest of {rounds}; ratio to lodestar's)")
     for name, seconds in best.items():
         print(f"  {name:<24} {seconds:8.2f} s  {seconds / ours:5.2f}")
@@ -114,25 +114,25 @@ def main(argv=None):
     if args.quick:
         args.queries, args.depth, args.judged, args.compare_lines = 50, 40, 10, 1_000
         args.rounds = 1
-    measures = [_trec.parse_measure(m) for m in DEFAULT_MEASURES]
+    requests = names.parse_all(DEFAULT_MEASURES)
     with tempfile.TemporaryDirectory() as directory:
         qrels_path, run_path = write_files(directory, args.queries, args.depth, args.judged)
         size = os.path.getsize(run_path)
         lines = args.queries * args.depth
         print(f"run: {args.queries:,} queries x {args.depth:,} documents = {lines:,} lines, ")
         print(f"     {size / 2**20:.0f} MiB; qrels: {args.judged} judged per query")
-        qrels, qrels_time = timed(_trec.read_qrels, qrels_path)
-        run, run_time = timed(_trec.read_run, run_path)
+        qrels, qrels_time = timed(read.read_qrels, qrels_path)
+        run, run_time = timed(read.read_run, run_path)
         print(f"read qrels      {qrels_time:8.2f} s")
         print(f"read run        {run_time:8.2f} s  ({lines / run_time / 1e6:.2f} M lines/s)")
         for label, ignore_ties in (("tie-averaged", False), ("--ignore-ties", True)):
-            joined, join_time = timed(_trec.join, qrels, run, docno_order=ignore_ties)
-            definitions = _trec.Definitions(ignore_ties=ignore_ties)
+            joined, join_time = timed(join.join, qrels, run, docno_order=ignore_ties)
+            definitions = evaluate.Definitions(ignore_ties=ignore_ties)
             # The first call compiles; the second is the steady state.
-            _, first = timed(_trec.evaluate, joined, measures, definitions)
-            _, second = timed(_trec.evaluate, joined, measures, definitions)
+            _, first = timed(evaluate.evaluate, joined, requests, definitions, max_grade=3)
+            _, second = timed(evaluate.evaluate, joined, requests, definitions, max_grade=3)
             print(
-                f"{label:<14}  join {join_time:6.2f} s, evaluate {len(measures)} measures "
+                f"{label:<14}  join {join_time:6.2f} s, evaluate {len(requests)} measures "
                 f"{first:6.2f} s (compiling), {second:6.2f} s (compiled)"
             )
         del run, qrels, joined

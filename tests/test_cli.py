@@ -18,7 +18,8 @@ import numpy as np
 import oracles
 import pytest
 
-from lodestar import _trec
+from lodestar._trec import batches, join, names, read
+from lodestar._trec import evaluate as trec_evaluate
 from lodestar.cli import DEFAULT_MEASURES, _Progress, main
 
 TOLERANCE = 1e-12
@@ -144,7 +145,7 @@ def test_dropped_queries_are_reported(tmp_path, capsys):
     main(["evaluate", write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN), "-m", "mrr"])
     err = capsys.readouterr().err
     assert "1 run query without judgments not evaluated: 'x'" in err
-    assert "1 judged query missing from the run is not evaluated (see --complete): 'c'" in err
+    assert "1 judged query missing from the run is not evaluated (see -c): 'c'" in err
 
 
 def test_nothing_to_evaluate(tmp_path, capsys):
@@ -198,8 +199,12 @@ def test_relevance_level(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("run", "line", "message"),
     [
-        ("a Q0 d1 1 0.5\n", 1, "expected 6 fields (qid Q0 docno rank score tag), got 5 fields"),
-        ("# c\n\na Q0 d1 1 0.5 t x\n", 3, "expected 6 fields"),
+        (
+            "a Q0 d1 1 0.5\n",
+            1,
+            "expected 6 or more fields (qid Q0 docno rank score runid), got 5 fields",
+        ),
+        ("# c\n\na Q0 d1 1\n", 3, "expected 6 or more fields"),
         ("a Q0 d1 1 0.5 t\na Q0 d2 2 abc t\n", 2, "expected a finite number as the score"),
         ("a Q0 d1 1 nan t\n", 1, "got 'nan'"),
         ("a Q0 d1 1 inf t\n", 1, "got 'inf'"),
@@ -210,13 +215,14 @@ def test_relevance_level(tmp_path, capsys):
 def test_malformed_run_lines(tmp_path, run, line, message):
     path = write(tmp_path, "run.txt", run)
     with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: ") + ".*" + re.escape(message)):
-        _trec.read_run(path)
+        read.read_run(path)
 
 
 @pytest.mark.parametrize(
     ("qrels", "line", "message"),
     [
         ("a 0 d1\n", 1, "expected 4 fields (qid iter docno rel), got 3 fields"),
+        ("a 0 d1 1 extra\n", 1, "expected 4 fields (qid iter docno rel), got 5 fields"),
         ("a 0 d1 1\na 0 d2 1.5\n", 2, "expected an integer relevance (field 4), got '1.5'"),
         ("a 0 d1 x\n", 1, "expected an integer relevance (field 4), got 'x'"),
     ],
@@ -224,14 +230,14 @@ def test_malformed_run_lines(tmp_path, run, line, message):
 def test_malformed_qrels_lines(tmp_path, qrels, line, message):
     path = write(tmp_path, "qrels.txt", qrels)
     with pytest.raises(ValueError, match=re.escape(f"{path}:{line}: {message}")):
-        _trec.read_qrels(path)
+        read.read_qrels(path)
 
 
 def test_command_line_reports_malformed_input(tmp_path, capsys):
     qrels = write(tmp_path, "q", QRELS)
     run = write(tmp_path, "r", "a Q0 d1 1\n")
     assert main(["evaluate", qrels, run]) == 1
-    assert f"error: {run}:1: expected 6 fields" in capsys.readouterr().err
+    assert f"error: {run}:1: expected 6 or more fields" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("which", ["qrels", "run"])
@@ -252,11 +258,12 @@ def test_comments_blank_lines_and_gzip(tmp_path):
     text += "\t\n" + "\r\n".join(lines[150:])  # CRLF and no final newline
     path = tmp_path / "run.gz"
     path.write_bytes(gzip.compress(text.encode()))
-    run = _trec.read_run(path)
-    assert [d.decode() for d in run.docnos] == [f"doc{i}" for i in range(300)]
+    run = read.read_run(path)
+    docnos = run.docnos.to_pylist()
+    assert [docnos[d].decode() for d in run.docno] == [f"doc{i}" for i in range(300)]
     np.testing.assert_array_equal(run.values, np.arange(300) / 3)
     expected_lines = [3 + i for i in range(150)] + [155 + i for i in range(150)]
-    np.testing.assert_array_equal(run.lines, expected_lines)
+    assert [run.line(i) for i in range(300)] == expected_lines
     assert [run.query_ids[q].decode() for q in run.query] == [f"q{i % 7}" for i in range(300)]
 
 
@@ -264,43 +271,74 @@ def test_comments_blank_lines_and_gzip(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("text", "name"),
+    ("text", "reported", "key", "k"),
     [
-        ("ndcg@10", "ndcg@10"),
-        ("ndcg_cut_10", "ndcg@10"),
-        ("ndcg_cut.10", "ndcg@10"),
-        ("P_5", "P@5"),
-        ("p@5", "P@5"),
-        ("recip_rank", "mrr"),
-        ("recall_100", "recall@100"),
-        ("map", "map"),
-        ("success_1", "hits@1"),
-        ("err@20", "err@20"),
+        ("ndcg@10", ["ndcg@10"], "ndcg", [10]),
+        ("NDCG@10", ["NDCG@10"], "ndcg", [10]),
+        ("ndcg_cut_10", ["ndcg_cut_10"], "ndcg", [10]),
+        ("ndcg_cut.10", ["ndcg_cut_10"], "ndcg", [10]),
+        ("ndcg_cut.20,5,20", ["ndcg_cut_5", "ndcg_cut_20"], "ndcg", [5, 20]),
+        ("P_5", ["P_5"], "P", [5]),
+        ("p@5", ["p@5"], "P", [5]),
+        ("P.5,10", ["P_5", "P_10"], "P", [5, 10]),
+        ("recip_rank", ["recip_rank"], "mrr", [None]),
+        ("recall_100", ["recall_100"], "recall", [100]),
+        ("map", ["map"], "map", [None]),
+        ("map_cut.10", ["map_cut_10"], "map", [10]),
+        ("success_1", ["success_1"], "hits", [1]),
+        ("err@20", ["err@20"], "err", [20]),
+        ("mrr", ["mrr"], "mrr", [None]),
     ],
 )
-def test_measure_names(text, name):
-    assert _trec.parse_measure(text).name == name
+def test_measure_names_are_reported_as_asked(text, reported, key, k):
+    requests = names.parse(text)
+    assert [r.name for r in requests] == reported
+    assert {r.measure.key for r in requests} == {key}
+    assert [r.k for r in requests] == k
 
 
-@pytest.mark.parametrize("text", ["ndgc", "ndcg@", "ndcg@x", "P@0", "@10"])
-def test_unknown_measures(text, capsys):
-    with pytest.raises(ValueError, match="cut-off"):
-        _trec.parse_measure(text)
+@pytest.mark.parametrize(
+    ("text", "family"),
+    [("P", "P"), ("ndcg_cut", "ndcg_cut"), ("recall", "recall"), ("map_cut", "map_cut")],
+)
+def test_a_bare_trec_eval_family_means_its_default_cutoffs(text, family):
+    # As in trec_eval: -m P is P_5 ... P_1000, not the uncut measure.
+    requests = names.parse(text)
+    assert [r.k for r in requests] == [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+    assert [r.name for r in requests] == [
+        f"{family}_{k}" for k in [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+    ]
+    assert [r.k for r in names.parse("success")] == [1, 5, 10]
 
 
-def test_missing_metric_function_is_reported(monkeypatch):
-    monkeypatch.setitem(_trec.METRIC_FUNCTIONS, "map", "no_such_function")
-    with pytest.raises(ValueError, match="lodestar.metrics.no_such_function"):
-        _trec.metric_function("map")
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("ndgc", "unknown measure 'ndgc'"),
+        ("ndcg@", "the cut-off '' is not a whole number"),
+        ("ndcg@x", "the cut-off 'x' is not a whole number"),
+        ("P@0", "cut-off 0; a cut-off must be at least 1"),
+        ("@10", "unknown measure '@10'"),
+        ("P.5,x", "the cut-off 'x' is not a whole number"),
+        ("map.10", "measure 'map' takes no parameters"),
+    ],
+)
+def test_unknown_measures(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        names.parse(text)
+
+
+def test_each_reported_name_once_first_wins():
+    requests = names.parse_all(["P_10", "P.5,10", "map", "map"])
+    assert [r.name for r in requests] == ["P_10", "P_5", "map"]
 
 
 def test_buckets_keep_long_lists_apart():
     lengths = np.array([3] * 40 + [1000] + [20] * 5)
-    lists = _trec.Lists(np.concatenate(([0], np.cumsum(lengths))), None, None)
-    groups = _trec._buckets(lengths, 4096)
-    assert [(w, len(q)) for w, q in groups] == [(32, 45), (1024, 1)]
-    assert _trec.batch_count(lists, batch_items=4096) == 2
-    assert [(w, len(q)) for w, q in _trec._buckets(lengths, 1 << 20)] == [(1024, 46)]
+    plan = batches.plan(lengths, batch_items=4096)
+    assert [(b.width, len(b.queries), b.batches) for b in plan] == [(32, 45, 1), (1024, 1, 1)]
+    plan = batches.plan(lengths, batch_items=1 << 20)
+    assert [(b.width, len(b.queries)) for b in plan] == [(1024, 46)]
 
 
 def test_results_do_not_depend_on_batching(tmp_path):
@@ -311,16 +349,19 @@ def test_results_do_not_depend_on_batching(tmp_path):
             run.append(f"q{q} Q0 d{d} 0 {rng.integers(0, 5) / 4} t\n")
             if rng.random() < 0.5:
                 qrels.append(f"q{q} 0 d{d} {rng.integers(0, 3)}\n")
-    joined = _trec.join(
-        _trec.read_qrels(write(tmp_path, "q", "".join(qrels))),
-        _trec.read_run(write(tmp_path, "r", "".join(run))),
+    joined = join.join(
+        read.read_qrels(write(tmp_path, "q", "".join(qrels))),
+        read.read_run(write(tmp_path, "r", "".join(run))),
     )
-    measures = [_trec.parse_measure(m) for m in ("ndcg@5", "map", "P@3")]
-    definitions = _trec.Definitions()
-    whole = _trec.evaluate(joined, measures, definitions)
+    requests = names.parse_all(["ndcg@5", "map", "P@3", "err@4"])
+    definitions = trec_evaluate.Definitions()
+    whole = trec_evaluate.evaluate(joined, requests, definitions, max_grade=2)
     steps = []
-    split = _trec.evaluate(joined, measures, definitions, batch_items=64, progress=steps.append)
-    assert len(steps) == _trec.batch_count(joined.retrieved, batch_items=64) > 5
+    split = trec_evaluate.evaluate(
+        joined, requests, definitions, max_grade=2, batch_items=64, progress=steps.append
+    )
+    plan = batches.plan(joined.retrieved.lengths, batch_items=64)
+    assert len(steps) == sum(b.batches for b in plan) > 5
     for name in whole:
         np.testing.assert_allclose(split[name], whole[name], rtol=0, atol=TOLERANCE)
 
@@ -337,14 +378,17 @@ def test_table_layout(capsys):
     assert len(lines) == 4 * 2 + 3
 
 
-def test_usage_errors(capsys):
-    assert main(["evaluate"]) == 1
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert main(["evaluate"]) == 2
     assert "give QRELS and RUN, or --example" in capsys.readouterr().err
-    assert main(["evaluate", "--example", "-m", "bogus"]) == 1
+    assert main(["evaluate", "--example", "-m", "bogus"]) == 2
     assert "unknown measure 'bogus'" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as exit_info:
-        main(["frobnicate"])
-    assert exit_info.value.code == 2
+    assert main(["frobnicate"]) == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    assert main(["evaluate", str(tmp_path / "missing"), str(tmp_path / "missing")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["evaluate", "--example", "-M", "0"]) == 2
+    assert main(["evaluate", "--example", "--bogus-option"]) == 2
 
 
 def test_python_dash_m():
@@ -377,7 +421,8 @@ def test_progress_bar_only_when_wanted():
         ("auto", False, False),
     ]:
         stream = Stream(tty)
-        progress = _Progress(4, mode=mode, stream=stream)
+        progress = _Progress(mode=mode, stream=stream)
+        progress.begin("evaluating", 4)
         progress(1)
         progress(3)
         progress.close()

@@ -285,7 +285,7 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
     scores = np.round(rng.random((11, 3)), 1).astype(np.float32)
     valid = rng.random((11, 3)) < 0.8
     whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
-    whole_order = _ranking._host_argsort(-scores)
+    whole_order = _ranking.host_argsort(-scores)
     whole_largest = _ranking._host_largest_values(scores, k=2, count_kth=True)
     monkeypatch.setattr(_host, "CHUNK_ITEMS", 7)
     monkeypatch.setattr(_host, "THREADS", threads)
@@ -295,7 +295,7 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
     for got, want in zip(chunked, whole, strict=True):
         np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(
-        np.take_along_axis(scores, _ranking._host_argsort(-scores), -1),
+        np.take_along_axis(scores, _ranking.host_argsort(-scores), -1),
         np.take_along_axis(scores, whole_order, -1),
     )
     for got, want in zip(

@@ -1,8 +1,6 @@
-"""``python -m lodestar``: the same command line as the ``lodestar`` script."""
+"""``python -m lodestar``: the same program as the ``lodestar`` script."""
 
-import sys
-
-from lodestar.cli import main
+from lodestar.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -458,10 +458,15 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
 
     if not _host_sort_applies():
         return jnp.argsort(key, axis=-1).astype(jnp.int32)
-    return _host.call(lambda k: (_host_argsort(k),), (_host.result_type(key, jnp.int32),), key)[0]
+    return _host.call(lambda k: (host_argsort(k),), (_host.result_type(key, jnp.int32),), key)[0]
 
 
-def _host_argsort(key) -> np.ndarray:
+def host_rank_order(above: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """:meth:`Ranking.rank_order` from host counts: items by ``above``, padding last."""
+    return host_argsort(np.where(valid, above, above.shape[-1] + 1))
+
+
+def host_argsort(key) -> np.ndarray:
     """int32 ``np.argsort`` along the last axis, a chunk of rows at a time."""
     key = np.asarray(key)
     n = key.shape[-1]
@@ -693,17 +698,24 @@ class Ranking:
         whole lists; see :func:`exploited_cutoff`.
       ignore_ties: Break ties by descending index instead of averaging.
       method: One of :data:`METHODS`.
+      blocks: The counts, if already computed (for the whole lists); the
+        command line computes them with :func:`host_tie_blocks` outside its
+        jitted kernel, which then holds no host callback and can be kept in
+        JAX's persistent compilation cache.
+      order: The rank order (:meth:`rank_order`), if already computed.
     """
 
-    def __init__(self, scores, valid, *, k=None, ignore_ties=False, method="auto"):
+    def __init__(
+        self, scores, valid, *, k=None, ignore_ties=False, method="auto", blocks=None, order=None
+    ):
         self.scores = scores
         self.valid = valid
         self.n = scores.shape[-1]
         self.k = None if k is None or k >= self.n else k
         self.ignore_ties = ignore_ties
         self.method = method
-        self._blocks: TieBlocks | None = None
-        self._order: jax.Array | None = None
+        self._blocks: TieBlocks | None = None if blocks is None else TieBlocks(*blocks)
+        self._order: jax.Array | None = order
 
     @property
     def blocks(self) -> TieBlocks:

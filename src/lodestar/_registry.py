@@ -126,6 +126,7 @@ MEASURES: Mapping[str, Measure] = {
             "DCG over the ideal DCG, linear gain",
             trec=(TrecFamily("ndcg"), TrecFamily("ndcg_cut", "k", TREC_CUTOFFS)),
             context=("ideal_labels",),
+            options=(Option("gain", "linear", "exp2"),),
             oracle="ndcg_of_order",
         ),
         Measure(
@@ -134,7 +135,7 @@ MEASURES: Mapping[str, Measure] = {
             _dcg.DCG,
             "graded",
             "discounted cumulative gain, linear gain",
-            options=(Option("log_base", 2.0, 3.0),),
+            options=(Option("gain", "linear", "exp2"), Option("log_base", 2.0, 3.0)),
             nonnegative_labels=False,
             oracle="dcg_of_order",
         ),

@@ -1,64 +1,88 @@
-"""The ``lodestar`` command: ``lodestar evaluate`` and ``lodestar bench``.
+"""The ``lodestar`` command: ``lodestar evaluate`` scores TREC runs the way trec_eval does.
 
-``lodestar evaluate QRELS RUN`` scores a TREC run against its qrels, the way
-trec_eval does, with lodestar's exact tie-averaged measures::
+``lodestar evaluate QRELS RUN`` scores a run against its qrels with lodestar's
+exact, tie-averaged measures::
 
     lodestar evaluate qrels.txt run.txt -m ndcg@10 ndcg mrr map P@10 recall@100
+    lodestar evaluate -m ndcg_cut.10 -m map -q qrels.txt run.txt   # trec_eval's habits
     lodestar evaluate --example
 
 The output follows trec_eval's layout, one ``measure<TAB>query<TAB>value``
-line per value, with ``all`` for the mean over the evaluated queries;
-``--json`` prints the same numbers unrounded as one JSON object. Every
-option is described by ``lodestar evaluate --help``, and ``docs/cli.md``
-states the conventions (which queries are averaged, ties, and where
-trec_eval's definitions differ).
+line per value, with ``all`` for the value over the evaluated queries;
+``--json`` prints the same numbers unrounded as one JSON object. Every option
+is described by ``lodestar evaluate --help``, and ``docs/cli.md`` states the
+conventions (which queries are averaged, ties, and where trec_eval's
+definitions differ).
 
-``lodestar bench [options]`` runs the exact-metric benchmark
-(``lodestar._bench``).
+Exit status: 0 on success, 1 when the input is refused (the reason, with the
+file and line, is on stderr), 2 for a usage error (an unknown option or
+measure, a missing file), 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from importlib import resources
 
-from lodestar import _trec
+from lodestar._trec import evaluate as _evaluate
+from lodestar._trec import join as _join
+from lodestar._trec import names as _names
+from lodestar._trec import read as _read
+from lodestar._trec.batches import plan
 
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
-# Progress is shown on a terminal once evaluation has taken this long.
+# Progress is shown on a terminal once a stage has taken this long.
 _PROGRESS_AFTER_SECONDS = 1.0
+_MEASURE_OPTIONS = ("-m", "--measures")
+
+
+class UsageError(Exception):
+    """A mistake in the command line itself (exit status 2)."""
 
 
 class _Progress:
-    """A one-line progress bar on stderr, drawn only when it is wanted.
+    """A one-line progress report on stderr, drawn only when it is wanted.
 
-    ``mode`` "auto" draws on a terminal once the work has run for
+    ``mode`` "auto" draws on a terminal once a stage has run for
     ``_PROGRESS_AFTER_SECONDS``; "always" draws from the start, terminal or
-    not; "never" stays silent.
+    not; "never" stays silent. A stage is a message (``reading run.txt``),
+    with a bar when it counts steps.
     """
 
-    def __init__(self, total: int, *, mode: str, stream=None):
+    def __init__(self, *, mode: str, stream=None):
         self.stream = sys.stderr if stream is None else stream
-        self.total = max(total, 1)
-        self.done = 0
-        self.started = time.monotonic()
-        self.enabled = mode == "always" or (mode == "auto" and self.stream.isatty())
+        self.enabled = mode == "always" or (
+            mode == "auto" and self.stream is not None and self.stream.isatty()
+        )
         self.delay = 0.0 if mode == "always" else _PROGRESS_AFTER_SECONDS
-        self.drawn = False
+        self.started = time.monotonic()
+        self.stage, self.total, self.done, self.drawn = "", 0, 0, False
+
+    def begin(self, stage: str, total: int = 0) -> None:
+        self.stage, self.total, self.done = stage, total, 0
+        self.started = time.monotonic()
+        self._draw()
 
     def __call__(self, steps: int) -> None:
         self.done += steps
+        self._draw()
+
+    def _draw(self) -> None:
         elapsed = time.monotonic() - self.started
         if not self.enabled or elapsed < self.delay:
             return
-        filled = round(30 * self.done / self.total)
-        self.stream.write(
-            f"\revaluating [{'#' * filled}{'.' * (30 - filled)}] "
-            f"{self.done}/{self.total} batches, {elapsed:.1f} s"
-        )
+        line = f"{self.stage} {elapsed:.1f} s"
+        if self.total:
+            filled = round(30 * self.done / max(self.total, 1))
+            line = (
+                f"{self.stage} [{'#' * filled}{'.' * (30 - filled)}] "
+                f"{self.done}/{self.total} batches, {elapsed:.1f} s"
+            )
+        self.stream.write(f"\r{line}\033[K")
         self.stream.flush()
         self.drawn = True
 
@@ -66,6 +90,7 @@ class _Progress:
         if self.drawn:
             self.stream.write("\n")
             self.stream.flush()
+            self.drawn = False
 
 
 def _example_paths() -> tuple[str, str]:
@@ -73,30 +98,43 @@ def _example_paths() -> tuple[str, str]:
     return str(data / "example.qrels"), str(data / "example.run")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lodestar")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        import lodestar
+
+        return lodestar.__version__
+
+
 def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "evaluate",
         help="score a TREC run against qrels",
         description=(
-            "Score a TREC run (qid Q0 docno rank score tag) against qrels (qid iter docno "
-            "rel), plain or gzip-compressed. Documents are ranked by score, not by the rank "
-            "column. Tied scores are averaged over every order unless --ignore-ties is "
-            "given. Only queries in both files are evaluated (all qrels queries with "
-            "--complete); unjudged documents are not relevant; a query with no relevant "
-            "document scores 0 and stays in the mean."
+            "Score a TREC run (qid Q0 docno rank score runid) against qrels (qid iter docno "
+            "rel), plain or gzip-compressed; '-' reads the run from standard input. "
+            "Documents are ranked by score, not by the rank column. Tied scores are "
+            "averaged over every order unless --ignore-ties is given. Only queries in "
+            "both files are evaluated (all qrels queries with -c); unjudged documents are "
+            "not relevant; a query with no relevant document scores 0 and stays in the mean."
         ),
     )
     parser.add_argument("qrels", nargs="?", help="the qrels file")
     parser.add_argument("run", nargs="?", help="the run file")
     parser.add_argument(
-        "-m",
-        "--measures",
-        nargs="+",
+        *_MEASURE_OPTIONS,
+        action="append",
+        dest="measures",
         metavar="MEASURE",
         help=(
-            "measures to compute: ndcg, dcg, mrr, map, P, recall, hits, err, each with an "
-            "optional cut-off (ndcg@10, P@5); trec_eval's names (ndcg_cut_10, P_10, "
-            f"recip_rank) work too. Default: {' '.join(DEFAULT_MEASURES)}"
+            "a measure to compute; repeat -m or give several names after one: ndcg, dcg, "
+            "mrr, map, P, recall, hits, err, each with an optional cut-off (ndcg@10, P@5); "
+            "trec_eval's names work as in trec_eval (ndcg_cut.10,20, P_10, recip_rank; a "
+            "bare P or ndcg_cut is the family at trec_eval's default cut-offs). Default: "
+            f"{' '.join(DEFAULT_MEASURES)}"
         ),
     )
     parser.add_argument(
@@ -125,7 +163,7 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
         help=(
             "trec_eval's definitions: NDCG's ideal over all judged documents, AP and "
             "recall over all relevant judged documents, negative relevance read as not "
-            "relevant. Add --ignore-ties (and --single-precision for trec_eval 9 and "
+            "judged. Add --ignore-ties (and --single-precision for trec_eval 9 and "
             "pytrec_eval) to reproduce its numbers"
         ),
     )
@@ -135,8 +173,22 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
         type=int,
         default=1,
         metavar="LEVEL",
-        help="relevance at which a document counts as relevant for mrr, map, P, recall, "
-        "hits (trec_eval -l; default 1)",
+        help="judgment at which a document counts as relevant for the binary measures "
+        "(trec_eval -l; default 1; 0 counts every judged document)",
+    )
+    parser.add_argument(
+        "-M",
+        "--max-documents",
+        type=int,
+        metavar="N",
+        help="only the first N documents of each ranking count (trec_eval -M)",
+    )
+    parser.add_argument(
+        "--err-max-label",
+        type=float,
+        metavar="GRADE",
+        help="ERR's top grade (default: the largest relevance in the qrels file; the TREC "
+        "Web track's gdeval uses 4)",
     )
     parser.add_argument(
         "--single-precision",
@@ -152,16 +204,22 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
         "--progress",
         choices=("auto", "always", "never"),
         default="auto",
-        help="progress bar on stderr: on a terminal for long runs (auto), always, or never",
+        help="progress on stderr: on a terminal for long stages (auto), always, or never",
     )
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="lodestar", description="Exact, tie-averaged ranking metrics."
+    parser = _Parser(prog="lodestar", description="Exact, tie-averaged ranking metrics.")
+    parser.add_argument("--version", action="version", version=f"lodestar {_version()}")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _evaluate_parser(subparsers)
     subparsers.add_parser(
         "bench",
@@ -171,15 +229,48 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _is_measure(token: str) -> bool:
+    try:
+        _names.parse(token)
+    except ValueError:
+        return False
+    return True
+
+
+def split_measures(argv: list[str]) -> list[str]:
+    """``-m a b c FILE`` as ``-m a -m b -m c FILE``: names after ``-m`` stop at a non-name.
+
+    trec_eval takes one name per ``-m`` and its files anywhere; lodestar also
+    takes several names after one ``-m``. A token after ``-m`` is a measure
+    name while it reads as one, so ``-m ndcg_cut.10 qrels run`` leaves the
+    files alone.
+    """
+    out, index = [], 0
+    while index < len(argv):
+        token = argv[index]
+        out.append(token)
+        index += 1
+        if token in _MEASURE_OPTIONS and index < len(argv):
+            out.append(argv[index])
+            index += 1
+            while (
+                index < len(argv) and not argv[index].startswith("-") and _is_measure(argv[index])
+            ):
+                out.extend((token, argv[index]))
+                index += 1
+    return out
+
+
 def _note(message: str) -> None:
-    print(f"lodestar: {message}", file=sys.stderr)
+    if sys.stderr is not None:
+        print(f"lodestar: {message}", file=sys.stderr)
 
 
-def _note_dropped(joined: _trec.Joined, complete: bool) -> None:
+def _note_dropped(joined: _join.Joined, complete: bool) -> None:
     """Say which queries are not evaluated, so that no data is dropped silently."""
 
     def listed(qids: list[bytes]) -> str:
-        shown = ", ".join(repr(_trec.show(q)) for q in qids[:5])
+        shown = ", ".join(repr(_read.show(q)) for q in qids[:5])
         return shown + (f" and {len(qids) - 5} more" if len(qids) > 5 else "")
 
     if joined.missing_from_qrels:
@@ -190,101 +281,167 @@ def _note_dropped(joined: _trec.Joined, complete: bool) -> None:
         )
     if joined.missing_from_run:
         count = len(joined.missing_from_run)
-        what = "scores 0 (--complete)" if complete else "is not evaluated (see --complete)"
+        what = "scores 0 (-c)" if complete else "is not evaluated (see -c)"
         _note(
             f"{count} judged quer{'y' if count == 1 else 'ies'} missing from the run "
             f"{what}: {listed(joined.missing_from_run)}"
         )
 
 
-def _format_value(value: float) -> str:
-    return f"{value:.4f}"
+def _format_value(value: float, integer: bool) -> str:
+    if integer and float(value).is_integer():
+        return str(int(value))
+    return f"{value:6.4f}"
 
 
-def _print_table(query_ids, results, *, per_query: bool, out) -> None:
-    """trec_eval's layout: ``measure<TAB>query<TAB>value``, ``all`` for the mean."""
-    names = list(results)
-    width = max([22, *(len(n) for n in names)])
+def _write_table(out, query_ids, requests, results, *, per_query: bool) -> None:
+    """trec_eval's layout: ``measure<TAB>query<TAB>value``, ``all`` for the aggregate.
+
+    Query ids are written as the bytes they were read as, as trec_eval
+    writes them.
+    """
+    write = out.buffer.write if hasattr(out, "buffer") else lambda b: out.write(b.decode())
+    lines = []
     if per_query:
         for index, qid in enumerate(query_ids):
-            for name in names:
-                value = _format_value(results[name][index])
-                print(f"{name:<{width}}\t{_trec.show(qid)}\t{value}", file=out)
-    print(f"{'num_q':<{width}}\tall\t{len(query_ids)}", file=out)
-    for name in names:
-        print(f"{name:<{width}}\tall\t{_format_value(results[name].mean())}", file=out)
+            for request in requests:
+                value = _format_value(results[request.name][index], request.measure.integer)
+                lines.append(b"%-22s\t%s\t%s\n" % (request.name.encode(), qid, value.encode()))
+    lines.append(b"%-22s\tall\t%d\n" % (b"num_q", len(query_ids)))
+    for request in requests:
+        value = _evaluate.aggregate(request, results[request.name])
+        lines.append(
+            b"%-22s\tall\t%s\n"
+            % (request.name.encode(), _format_value(value, request.measure.integer).encode())
+        )
+    write(b"".join(lines))
 
 
-def _print_json(query_ids, results, *, per_query: bool, options: dict, out) -> None:
+def json_key(qid: bytes) -> str:
+    """A query id as a JSON key: its UTF-8 text, other bytes as lone surrogates.
+
+    ``surrogateescape`` is one-to-one, so distinct ids stay distinct keys, and
+    ``key.encode("utf-8", "surrogateescape")`` gives the bytes back.
+    """
+    return qid.decode("utf-8", "surrogateescape")
+
+
+def _write_json(out, query_ids, requests, results, *, per_query: bool, options: dict) -> None:
     document = {
         "options": options,
         "num_q": len(query_ids),
-        "mean": {name: float(values.mean()) for name, values in results.items()},
+        "mean": {r.name: _evaluate.aggregate(r, results[r.name]) for r in requests},
     }
     if per_query:
         document["per_query"] = {
-            _trec.show(qid): {name: float(values[index]) for name, values in results.items()}
+            json_key(qid): {r.name: float(results[r.name][index]) for r in requests}
             for index, qid in enumerate(query_ids)
         }
-    json.dump(document, out, indent=2)
-    print(file=out)
+    out.write(json.dumps(document, indent=2) + "\n")
 
 
-def _evaluate(args: argparse.Namespace, out) -> int:
+def _requests(args) -> list[_names.Request]:
+    try:
+        return _names.parse_all(args.measures or DEFAULT_MEASURES)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _open(path: str, reader):
+    try:
+        return reader(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as error:
+        raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
+
+
+def _run_evaluate(args: argparse.Namespace, out) -> int:
     if args.example:
         if args.qrels or args.run:
-            raise ValueError("--example evaluates the bundled files; give no QRELS or RUN")
+            raise UsageError("--example evaluates the bundled files; give no QRELS or RUN")
         args.qrels, args.run = _example_paths()
     elif not (args.qrels and args.run):
-        raise ValueError("give QRELS and RUN, or --example")
-    measures = [_trec.parse_measure(text) for text in args.measures or DEFAULT_MEASURES]
-    measures = list({m.name: m for m in measures}.values())  # each name once, in order
-    for measure in measures:
-        _trec.metric_function(measure.kind)
-    definitions = _trec.Definitions(
+        raise UsageError("give QRELS and RUN, or --example")
+    if args.max_documents is not None and args.max_documents < 1:
+        raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
+    requests = _requests(args)
+    definitions = _evaluate.Definitions(
         trec_eval=args.trec_eval,
         relevance_level=args.relevance_level,
         ignore_ties=args.ignore_ties,
+        max_documents=args.max_documents,
+        err_max_label=args.err_max_label,
     )
-    qrels = _trec.read_qrels(args.qrels)
-    _trec.check_relevance(qrels, definitions)
-    run = _trec.read_run(args.run)
-    joined = _trec.join(
-        qrels,
-        run,
-        complete=args.complete,
-        docno_order=args.ignore_ties,
-        single_precision=args.single_precision,
-    )
-    del qrels, run
-    _note_dropped(joined, args.complete)
-    if not joined.query_ids:
-        raise ValueError(
-            "no query is in both the qrels and the run, so there is nothing to evaluate"
-        )
-    progress = _Progress(_trec.batch_count(joined.retrieved), mode=args.progress)
+    if out is None:
+        raise OSError("standard output is closed; there is nowhere to write the results")
+    progress = _Progress(mode=args.progress)
     try:
-        results = _trec.evaluate(joined, measures, definitions, progress=progress)
+        progress.begin(f"reading {args.qrels}")
+        qrels = _open(args.qrels, _read.read_qrels)
+        _evaluate.check_relevance(qrels, definitions)
+        progress.begin(f"reading {args.run}")
+        run = _open(args.run, _read.read_run)
+        if args.single_precision:
+            _check_single_precision(run)
+        progress.begin("joining")
+        joined = _join.join(
+            qrels,
+            run,
+            complete=args.complete,
+            docno_order=args.ignore_ties,
+            single_precision=args.single_precision,
+        )
+        max_grade = int(qrels.values.max(initial=0))
+        del qrels, run
+        _note_dropped(joined, args.complete)
+        if not joined.query_ids:
+            raise ValueError(
+                "no query is in both the qrels and the run, so there is nothing to evaluate"
+            )
+        total = sum(bucket.batches for bucket in plan(joined.retrieved.lengths))
+        progress.begin("evaluating", total)
+        results = _evaluate.evaluate(
+            joined, requests, definitions, max_grade=max_grade, progress=progress
+        )
     finally:
         progress.close()
     if args.json:
         options = {
             "qrels": args.qrels if not args.example else "example.qrels",
             "run": args.run if not args.example else "example.run",
+            "runid": _read.show(joined.runid) if joined.runid is not None else None,
             "ignore_ties": args.ignore_ties,
             "complete": args.complete,
             "trec_eval": args.trec_eval,
             "relevance_level": args.relevance_level,
+            "max_documents": args.max_documents,
             "single_precision": args.single_precision,
         }
-        _print_json(joined.query_ids, results, per_query=args.per_query, options=options, out=out)
+        _write_json(
+            out, joined.query_ids, requests, results, per_query=args.per_query, options=options
+        )
     else:
-        _print_table(joined.query_ids, results, per_query=args.per_query, out=out)
+        _write_table(out, joined.query_ids, requests, results, per_query=args.per_query)
+    out.flush()
     return 0
 
 
+def _check_single_precision(run: _read.TrecFile) -> None:
+    """Refuse a score that float32 cannot hold, naming its line."""
+    import numpy as np
+
+    too_large = np.abs(run.values) > np.finfo(np.float32).max
+    if too_large.any():
+        at = int(np.argmax(too_large))
+        raise _read.refuse(
+            run.path,
+            run.line(at),
+            f"score {run.values[at]!r} does not fit in single precision (--single-precision "
+            "rounds scores to float32, whose largest value is about 3.4e38)",
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``lodestar`` command line.
+    """Run the ``lodestar`` command line in this process.
 
     Args:
       argv: The arguments after the program name; None reads ``sys.argv``.
@@ -306,9 +463,59 @@ def main(argv: list[str] | None = None) -> int:
         from lodestar import _bench
 
         return _bench.main(argv[1:])
-    args = _parser().parse_args(argv)
     try:
-        return _evaluate(args, sys.stdout)
+        args = _parser().parse_args(split_measures(argv))
+        return _run_evaluate(args, sys.stdout)
+    except UsageError as error:
+        _note(f"error: {error}")
+        _note("see 'lodestar evaluate --help'")
+        return 2
     except (ValueError, OSError) as error:
         _note(f"error: {error}")
         return 1
+
+
+def _configure_jax() -> None:
+    """What the program sets for its whole process (a library never does).
+
+    Float64 for every computation, process-wide rather than by JAX's
+    thread-local context manager; and JAX's persistent compilation cache in
+    the user's cache directory, so that a second evaluation of a run of the
+    same shape compiles nothing (``LODESTAR_COMPILATION_CACHE=0`` turns it
+    off, ``LODESTAR_COMPILATION_CACHE=DIR`` moves it).
+    """
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    setting = os.environ.get("LODESTAR_COMPILATION_CACHE", "")
+    if setting == "0" or jax.config.jax_compilation_cache_dir:
+        return
+    if setting:
+        directory = setting
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        directory = os.path.join(base, "lodestar", "jax")
+    jax.config.update("jax_compilation_cache_dir", directory)
+    # Our kernels compile in well under JAX's default threshold of a second.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def console() -> None:
+    """The ``lodestar`` program: :func:`main`, behaving as a Unix tool does.
+
+    A closed pipe (``lodestar evaluate ... | head -1``) ends the program
+    quietly, as it ends trec_eval; Ctrl-C exits with status 130 and one line
+    instead of a traceback.
+    """
+    import signal
+
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        _configure_jax()
+        status = main()
+    except KeyboardInterrupt:
+        _note("interrupted")
+        status = 130
+    sys.exit(status)

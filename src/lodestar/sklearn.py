@@ -28,7 +28,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from lodestar import _validation, metrics
+from lodestar import _lists, _validation, metrics
 
 __all__ = ["dcg_score", "ndcg_score", "reciprocal_rank_score"]
 
@@ -103,10 +103,6 @@ def _check_inputs(y_true, y_score, sample_weight, *, caller, single_document_nam
     return y_true, y_score, sample_weight
 
 
-def _bucket(size: int, minimum: int) -> int:
-    return max(minimum, 1 << (size - 1).bit_length())
-
-
 def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
     """Pad rows and columns up to powers of two, masking the padding out.
 
@@ -115,7 +111,7 @@ def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
     of kernels instead of one per shape.
     """
     rows, n = y_true.shape
-    shape = (_bucket(rows, 1), _bucket(n, 8))
+    shape = (_lists.bucket(rows), _lists.bucket(n, 8))
     labels = np.zeros(shape, np.float64)
     scores = np.zeros(shape, y_score.dtype)
     where = np.zeros(shape, bool)

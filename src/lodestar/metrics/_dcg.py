@@ -21,8 +21,16 @@ def _dcg(lists: _kernel.Lists, k, *, gain, log_base):
 
 
 def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains):
-    """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains."""
+    """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains.
+
+    The command line gives the ideal's gains already sorted (descending,
+    zero-padded) as ``sorted_ideal_gains``: its kernel then needs no sort.
+    """
     context = lists.context
+    if "sorted_ideal_gains" in context:
+        ordered = context["sorted_ideal_gains"].astype(lists.dtype)
+        table = _gains.discount_table(ordered.shape[-1], k=k, log_base=2.0, dtype=lists.dtype)
+        return jnp.sum(ordered * jnp.diff(table), axis=-1)
     if "ideal_labels" in context:
         labels = context["ideal_labels"]
         valid = context.get("ideal_where", jnp.ones(labels.shape, bool))

@@ -99,7 +99,7 @@ def _err(lists: _kernel.Lists, k, *, max_label):
     return jnp.where(jnp.any(lists.valid & (grades > ceiling), axis=-1), jnp.nan, value)
 
 
-ERR = _kernel.Formula("err", _err)
+ERR = _kernel.Formula("err", _err, uses_order=True)
 
 
 @_docs.shared

@@ -53,7 +53,13 @@ class Lists(NamedTuple):
         return self.labels.shape[-1]
 
     def relevant(self) -> jax.Array:
-        """Real, judged items with a non-zero label: what the binary measures count."""
+        """What the binary measures count as relevant among the real items.
+
+        Judged items with a non-zero label, or the ``relevant`` context if
+        given (the command line's, at trec_eval's relevance level).
+        """
+        if "relevant" in self.context:
+            return self.valid & self.context["relevant"]
         relevant = self.valid & (self.labels != 0)
         if "judged" in self.context:
             relevant = relevant & self.context["judged"]
@@ -79,12 +85,23 @@ class Formula:
         trace time (a gain name, a flag); the others are traced.
       exploits_cutoff: Whether the formula only needs the blocks that start
         before ``k``, so that the engine may take its top-k path.
+      with_cutoff: Options derived from the requested cut-off (None or an
+        int), for a formula that needs more than the clipped ``k`` (precision
+        divides by the requested ``k``); None if it needs nothing more.
+      uses_order: Whether it asks the ranking for its rank order.
     """
 
     name: str
     compute: Callable[..., jax.Array]
     static: tuple[str, ...] = ()
     exploits_cutoff: bool = True
+    with_cutoff: Callable[[int | None], dict[str, Any]] | None = None
+    uses_order: bool = False
+
+    def options(self, k: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options to call ``compute`` with for the requested cut-off ``k``."""
+        extra = self.with_cutoff(k) if self.with_cutoff is not None else {}
+        return {**options, **extra}
 
 
 def ratio_or_zero(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
@@ -150,7 +167,9 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
 
     Args:
       scores: ``(..., n)`` scores.
-      arrays: ``{"labels": ..., "where": ... or None, "context": {...}}``.
+      arrays: ``{"labels": ..., "where": ... or None, "context": {...}}``, and
+        optionally ``"blocks"`` (``(above, tied)``) and ``"order"`` computed
+        beforehand (see :class:`lodestar._ranking.Ranking`).
       traced: Per request, a dict of its traced options, ``"k"`` among them.
       requests: Per request, ``(formula, static options as sorted pairs)``.
       rank_k: The static cut-off the engine may exploit, or None.
@@ -162,7 +181,14 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
     labels, where, context = arrays["labels"], arrays["where"], arrays["context"]
     valid = _lists.valid(scores, where)
     dtype = _lists.compute_dtype(scores, labels)
-    ranking = _ranking.Ranking(scores, valid, k=rank_k, ignore_ties=ignore_ties)
+    ranking = _ranking.Ranking(
+        scores,
+        valid,
+        k=rank_k,
+        ignore_ties=ignore_ties,
+        blocks=arrays.get("blocks"),
+        order=arrays.get("order"),
+    )
     lists = Lists(ranking, labels, valid, dtype, context)
     values = []
     for (formula, static), options in zip(requests, traced, strict=True):
@@ -231,7 +257,7 @@ def evaluate(
     }
     context.update({name: v for name, v in (list_context or {}).items() if v is not None})
     n = lists.scores.shape[-1]
-    options = dict(options or {})
+    options = formula.options(k, options or {})
     static = tuple(sorted((name, options.pop(name)) for name in formula.static))
     rank_k = None
     if formula.exploits_cutoff:

@@ -38,7 +38,11 @@ def _recall(lists: _kernel.Lists, k):
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
-PRECISION = _kernel.Formula("precision", _precision)
+PRECISION = _kernel.Formula(
+    "precision",
+    _precision,
+    with_cutoff=lambda k: {"cutoff": None if k is None else float(k)},
+)
 RECALL = _kernel.Formula("recall", _recall)
 
 
@@ -117,7 +121,6 @@ def precision(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="precision")
     return _kernel.evaluate(
         PRECISION,
         scores,
@@ -130,7 +133,6 @@ def precision(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        options={"cutoff": None if k is None else float(k)},
     )
 
 

@@ -1,0 +1,216 @@
+"""Evaluating every requested measure of a joined run, batch by batch, in one kernel.
+
+Each batch of lists goes through one jitted kernel
+(:func:`lodestar.metrics._kernel.evaluate_formulas`) that ranks it once and
+evaluates every requested measure's formula on that ranking. What a measure
+reads depends on the definitions:
+
+* **lodestar's** (the default): the retrieved list is the whole world.
+  Graded measures read the relevance, binary ones whether it reaches the
+  relevance level; the ideal of NDCG ranks the retrieved list, AP and recall
+  divide by the relevant documents retrieved. Negative relevance is refused.
+* **trec_eval's** (``--trec-eval``): each measure also gets the per-query
+  context it declares in the registry, computed from the whole qrels: the
+  number of relevant judged documents (``num_relevant``), the judged pool's
+  labels for NDCG's ideal (``ideal_labels``), and which retrieved documents
+  were judged (``judged``). A negative judgment means "in the pool, not
+  judged": never relevant, gain 0.
+
+An unjudged document is never relevant under either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from lodestar import _lists, _ranking
+from lodestar._trec import batches as _batches
+from lodestar._trec.join import Joined, Lists
+from lodestar._trec.names import Request
+from lodestar._trec.read import TrecFile, refuse
+
+
+class Definitions(NamedTuple):
+    """How the measures are defined and the lists cut.
+
+    Attributes:
+      trec_eval: trec_eval's definitions (see the module docstring).
+      relevance_level: A document is relevant to the binary measures when its
+        judgment is at least this (trec_eval's ``-l``).
+      ignore_ties: Rank tied scores one way (by descending docno, with the
+        lists of ``join(..., docno_order=True)``) instead of averaging.
+      max_documents: Only the first this many documents of each ranking
+        count (trec_eval's ``-M``), or None.
+      err_max_label: ERR's top grade, or None for the largest relevance in
+        the whole qrels file.
+    """
+
+    trec_eval: bool = False
+    relevance_level: int = 1
+    ignore_ties: bool = False
+    max_documents: int | None = None
+    err_max_label: float | None = None
+
+
+def check_relevance(qrels: TrecFile, definitions: Definitions) -> None:
+    """Refuse negative relevance under lodestar's definitions, and a negative level.
+
+    Raises:
+      ValueError: as described, naming the file and line.
+    """
+    if definitions.relevance_level < 0:
+        raise ValueError(
+            f"relevance level {definitions.relevance_level} is negative; a level of 0 counts "
+            "every judged document as relevant, and no level can count an unjudged one"
+        )
+    if definitions.trec_eval or not (qrels.values < 0).any():
+        return
+    at = int(np.argmax(qrels.values < 0))
+    raise refuse(
+        qrels.path,
+        qrels.line(at),
+        f"relevance {qrels.values[at]} is negative; lodestar's measures take relevance at "
+        "face value and refuse it. Pass --trec-eval to read negative judgments as not "
+        "judged (never relevant, gain 0), as trec_eval does",
+    )
+
+
+def _options(request: Request, definitions: Definitions, max_grade: int) -> dict:
+    options = {o.name: o.default for o in request.measure.options}
+    options.update(request.options)
+    if "max_label" in options:
+        ceiling = definitions.err_max_label
+        options["max_label"] = float(max(max_grade, 1) if ceiling is None else ceiling)
+    return options
+
+
+def _cutoff(request: Request, definitions: Definitions) -> int | None:
+    cuts = [c for c in (request.k, definitions.max_documents) if c is not None]
+    return min(cuts) if cuts else None
+
+
+def evaluate(
+    joined: Joined,
+    requests: Sequence[Request],
+    definitions: Definitions,
+    *,
+    max_grade: int,
+    batch_items: int = _batches.BATCH_ITEMS,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Each request's value for every evaluated query, in ``joined.query_ids`` order.
+
+    Args:
+      joined: From :func:`~lodestar._trec.join.join`.
+      requests: From :func:`~lodestar._trec.names.parse_all`.
+      definitions: Which definitions, how ties are treated, the cut.
+      max_grade: The largest relevance in the whole qrels (ERR's default top
+        grade).
+      batch_items: Items (rows times padded width) per padded batch.
+      progress: Called with the number of batches done after each one.
+
+    Returns:
+      float64 ``(queries,)`` per request name. A query with no relevant
+      document, or (with ``complete``) no retrieved one, scores 0.
+    """
+    import jax
+
+    from lodestar.metrics import _kernel
+
+    level = definitions.relevance_level
+    retrieved, judgments = joined.retrieved, joined.judgments
+    items = retrieved.items
+    judged = items["judged"]
+    relevant = judged & (items["grade"] >= level)
+    labels = np.where(judged, np.maximum(items["grade"], 0), 0).astype(np.float64)
+    per_item = Lists(retrieved.offsets, {**items, "relevant": relevant, "label": labels})
+    wanted = set()
+    if definitions.trec_eval:
+        wanted = {name for request in requests for name in request.measure.context}
+
+    judgment_grade = judgments.items["grade"]
+    num_relevant = judgments.totals(judgment_grade >= level)
+    # NDCG's ideal: the gains sorted here, so that the kernel needs no sort.
+    # Under trec_eval's definitions it ranks the judged documents (those of
+    # gain 0 change nothing), else the retrieved list.
+    needs_ideal = any("ideal_labels" in r.measure.context for r in requests)
+    pool = None
+    if needs_ideal and definitions.trec_eval:
+        positive = judgment_grade > 0
+        query = np.repeat(np.arange(len(judgments.lengths)), judgments.lengths)[positive]
+        gains = judgment_grade[positive].astype(np.float64)
+        order = np.lexsort((-gains, query))
+        counts = np.bincount(query, minlength=len(judgments.lengths))
+        pool = Lists(np.concatenate(([0], np.cumsum(counts))), {"gain": gains[order]})
+
+    requests = list(requests)
+    kernel_requests, traced = [], []
+    for request in requests:
+        formula = request.measure.formula
+        k = _cutoff(request, definitions)
+        options = formula.options(k, _options(request, definitions, max_grade))
+        static = tuple(sorted((n, options.pop(n)) for n in formula.static))
+        kernel_requests.append((formula, static))
+        traced.append((k, options))
+    kernel_requests = tuple(kernel_requests)
+    uses_order = any(formula.uses_order for formula, _ in kernel_requests)
+
+    n_queries = len(joined.query_ids)
+    results = {r.name: np.zeros(n_queries) for r in requests}
+    names = ("score", "label", "relevant", "judged", "pooled")
+    with jax.enable_x64(True):
+        for bucket in _batches.plan(retrieved.lengths, batch_items=batch_items):
+            for batch in _batches.batches(per_item, bucket, names):
+                rows = len(batch.queries)
+                context = {"relevant": batch.items["relevant"]}
+                if "judged" in wanted:
+                    context["judged"] = batch.items["judged"]
+                if "num_relevant" in wanted:
+                    padded = np.zeros(bucket.rows)
+                    padded[:rows] = num_relevant[batch.queries]
+                    context["num_relevant"] = padded
+                if pool is not None:
+                    width = _lists.bucket(int(pool.lengths[batch.queries].max(initial=0)), 8)
+                    ideal = _batches.pad(pool, batch.queries, bucket.rows, width, ("gain",))
+                    context["sorted_ideal_gains"] = ideal.items["gain"]
+                elif needs_ideal:
+                    context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
+                arrays = {"labels": batch.items["label"], "where": batch.where, "context": context}
+                # Ranked here with the engine's NumPy sort, so that the jitted
+                # kernel holds no host callback and is kept in JAX's
+                # persistent compilation cache (decision 0018).
+                above, tied = _ranking.host_tie_blocks(
+                    batch.items["score"], batch.where, definitions.ignore_ties
+                )
+                arrays["blocks"] = (above, tied)
+                if uses_order:
+                    arrays["order"] = _ranking.host_rank_order(above, batch.where)
+                width = bucket.width
+                options = tuple({"k": width if k is None else k, **extra} for k, extra in traced)
+                values = _kernel.evaluate_formulas(
+                    batch.items["score"],
+                    arrays,
+                    options,
+                    requests=kernel_requests,
+                    rank_k=None,
+                    ignore_ties=definitions.ignore_ties,
+                )
+                for request, value in zip(requests, values, strict=True):
+                    results[request.name][batch.queries] = np.asarray(value)[:rows]
+                if progress is not None:
+                    progress(1)
+    return results
+
+
+def aggregate(request: Request, values: np.ndarray) -> float:
+    """The ``all`` value of a request's per-query values, as trec_eval computes it."""
+    how = request.measure.aggregate
+    if how == "sum":
+        return float(values.sum())
+    if how == "geometric":
+        # trec_eval's MIN_GEO_MEAN floor keeps a query scoring 0 from zeroing the mean.
+        return float(np.exp(np.mean(np.log(np.maximum(values, 1e-5))))) if len(values) else 0.0
+    return float(values.mean()) if len(values) else 0.0

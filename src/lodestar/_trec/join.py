@@ -1,0 +1,194 @@
+"""Joining a run with its qrels: each retrieved document labelled, both grouped by query.
+
+Everything here is vectorised over the records: identifiers are the integer
+codes of :mod:`.read`, a retrieved document's judgment is found by a sorted
+search of (query, docno) keys, and the lists are grouped by one argsort. No
+Python runs per line or per query.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow.compute as pc
+
+from lodestar._trec.read import TrecFile, refuse, show
+
+
+class Lists(NamedTuple):
+    """Ragged per-query lists in compressed-row form.
+
+    Attributes:
+      offsets: int64 ``(queries + 1,)``; query ``q`` owns items
+        ``offsets[q]:offsets[q + 1]``.
+      items: Per-item arrays by name, each ``(items,)``.
+    """
+
+    offsets: np.ndarray
+    items: dict[str, np.ndarray]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Items per query."""
+        return np.diff(self.offsets)
+
+    def totals(self, values: np.ndarray) -> np.ndarray:
+        """Per query, the sum of a per-item array."""
+        running = np.concatenate(([0], np.cumsum(values, dtype=np.float64)))
+        return running[self.offsets[1:]] - running[self.offsets[:-1]]
+
+    def maxima(self, values: np.ndarray, initial) -> np.ndarray:
+        """Per query, the largest of a per-item array (``initial`` for an empty list)."""
+        result = np.full(len(self.offsets) - 1, initial, dtype=values.dtype)
+        filled = self.lengths > 0
+        if filled.any():
+            result[filled] = np.maximum.reduceat(values, self.offsets[:-1][filled])
+        return result
+
+
+class Joined(NamedTuple):
+    """A run joined with its qrels, one list per evaluated query.
+
+    Attributes:
+      query_ids: The evaluated queries, in byte order (trec_eval's order).
+      retrieved: The run's documents per query. Items: ``score`` (float64),
+        ``grade`` (int64: the qrels relevance, 0 if not in the qrels),
+        ``judged`` (in the qrels with a relevance of at least 0), ``pooled``
+        (in the qrels at all). With ``docno_order``, each query's documents
+        sit in ascending docno byte order, so that ranking ties by descending
+        index ranks them by descending docno, as trec_eval does.
+      judgments: Every qrels line of each evaluated query, retrieved or not.
+        Items: ``grade`` (int64).
+      missing_from_run: Queries of the qrels with no line in the run.
+      missing_from_qrels: Queries of the run with no line in the qrels.
+      runid: The run's name.
+    """
+
+    query_ids: list[bytes]
+    retrieved: Lists
+    judgments: Lists
+    missing_from_run: list[bytes]
+    missing_from_qrels: list[bytes]
+    runid: bytes | None
+
+
+def _refuse_duplicate(file: TrecFile, first: int, second: int) -> ValueError:
+    first_line, second_line = sorted((file.line(first), file.line(second)))
+    docno = file.docnos[int(file.docno[second])].as_py()
+    return refuse(
+        file.path,
+        second_line,
+        f"document {show(docno)!r} appears twice for query "
+        f"{show(file.query_ids[file.query[second]])!r} (first on line {first_line}); "
+        "each document may be listed once per query",
+    )
+
+
+def check_unique_documents(file: TrecFile) -> None:
+    """Refuse a document listed twice for one query (trec_eval refuses it too)."""
+    if len(file) < 2:
+        return
+    keys = file.query.astype(np.int64) * max(len(file.docnos), 1) + file.docno
+    order = np.argsort(keys, kind="stable")
+    same = np.flatnonzero(np.diff(keys[order]) == 0)
+    if len(same):
+        # Report the duplicate that appears first in the file.
+        pairs = [(int(order[i]), int(order[i + 1])) for i in same]
+        first, second = min(pairs, key=lambda pair: max(pair))
+        raise _refuse_duplicate(file, first, second)
+
+
+def _evaluated_codes(file: TrecFile, position: dict[bytes, int]) -> np.ndarray:
+    """Each record's evaluated-query index, or -1 for a query that is not evaluated."""
+    per_query = np.array([position.get(q, -1) for q in file.query_ids], np.int64)
+    return per_query[file.query] if len(file) else np.zeros(0, np.int64)
+
+
+def _group(query: np.ndarray, count: int, key: np.ndarray | None = None):
+    """Offsets and the order that groups records by evaluated query (dropping -1)."""
+    keep = np.flatnonzero(query >= 0)
+    if key is None:
+        order = keep[np.argsort(query[keep], kind="stable")]
+    else:
+        order = keep[np.argsort(query[keep] * (int(key.max(initial=0)) + 1) + key[keep])]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(query[keep], minlength=count))))
+    return offsets.astype(np.int64), order
+
+
+def join(
+    qrels: TrecFile,
+    run: TrecFile,
+    *,
+    complete: bool = False,
+    docno_order: bool = False,
+    single_precision: bool = False,
+) -> Joined:
+    """Label the run from the qrels and group both by evaluated query.
+
+    Args:
+      qrels: From :func:`~lodestar._trec.read.read_qrels`.
+      run: From :func:`~lodestar._trec.read.read_run`.
+      complete: Evaluate every qrels query; those missing from the run get an
+        empty list. Otherwise only queries in both files are evaluated.
+      docno_order: Arrange each query's documents by ascending docno.
+      single_precision: Round scores to float32 first, as trec_eval up to
+        9.0.8 and pytrec_eval store them.
+
+    Returns:
+      A :class:`Joined`.
+
+    Raises:
+      ValueError: a document appears twice for one query in either file.
+    """
+    check_unique_documents(qrels)
+    check_unique_documents(run)
+    judged_queries, run_queries = set(qrels.query_ids), set(run.query_ids)
+    evaluated = sorted(judged_queries if complete else judged_queries & run_queries)
+    position = {qid: i for i, qid in enumerate(evaluated)}
+    qrels_query = _evaluated_codes(qrels, position)
+    run_query = _evaluated_codes(run, position)
+
+    # Each qrels docno's code among the run's docnos (-1: never retrieved),
+    # then (query, docno) keys looked up in the sorted qrels keys.
+    in_run = pc.index_in(qrels.docnos, value_set=run.docnos)
+    in_run = in_run.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    width = max(len(run.docnos), 1)
+    qrels_docno = in_run[qrels.docno] if len(qrels) else np.zeros(0, np.int64)
+    usable = (qrels_docno >= 0) & (qrels_query >= 0)
+    qrels_keys = qrels_query[usable] * width + qrels_docno[usable]
+    qrels_grades = qrels.values[usable]
+    by_key = np.argsort(qrels_keys)
+    qrels_keys, qrels_grades = qrels_keys[by_key], qrels_grades[by_key]
+    run_keys = run_query * width + run.docno
+    found = np.searchsorted(qrels_keys, run_keys)
+    found = np.minimum(found, max(len(qrels_keys) - 1, 0))
+    pooled = (run_query >= 0) & (qrels_keys[found] == run_keys if len(qrels_keys) else False)
+    grade = np.where(pooled, qrels_grades[found] if len(qrels_keys) else 0, 0).astype(np.int64)
+
+    scores = run.values.astype(np.float32).astype(np.float64) if single_precision else run.values
+    docno_rank = None
+    if docno_order and len(run.docnos):
+        docno_rank = np.empty(len(run.docnos), np.int64)
+        docno_rank[pc.sort_indices(run.docnos).to_numpy()] = np.arange(len(run.docnos))
+        docno_rank = docno_rank[run.docno]
+    offsets, order = _group(run_query, len(evaluated), docno_rank)
+    retrieved = Lists(
+        offsets,
+        {
+            "score": scores[order],
+            "grade": grade[order],
+            "judged": (pooled & (grade >= 0))[order],
+            "pooled": pooled[order],
+        },
+    )
+    judgment_offsets, judgment_order = _group(qrels_query, len(evaluated))
+    judgments = Lists(judgment_offsets, {"grade": qrels.values[judgment_order]})
+    return Joined(
+        evaluated,
+        retrieved,
+        judgments,
+        sorted(judged_queries - run_queries),
+        sorted(run_queries - judged_queries),
+        run.runid,
+    )

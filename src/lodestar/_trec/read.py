@@ -1,0 +1,331 @@
+"""Reading TREC qrels and runs into dictionary-encoded columns.
+
+The formats are trec_eval's (``get_qrels.c``, ``get_trec_results.c``):
+
+* **qrels**: ``qid iter docno rel``, exactly four fields; ``rel`` an integer.
+* **run**: ``qid Q0 docno rank score runid``, six fields or more: trec_eval
+  ignores fields after the sixth, and so does lodestar. The rank column is not
+  read (documents are ranked by score); the run is named by the ``runid`` of
+  its last line, as trec_eval names it.
+
+Fields are separated by ASCII whitespace. Blank lines, and lines whose first
+non-blank byte is ``#``, are skipped. Either file may be gzip-compressed
+(recognised by its first bytes, whatever its name), and ``-`` reads standard
+input. A UTF-8 byte-order mark at the start of a file is not part of the
+first field: editors on Windows write one, and it would otherwise split a
+query in two.
+
+Reading is strict. A wrong number of fields, a relevance that is not an
+integer, a score that is not a finite number, a NUL byte, or a gzip stream
+that is truncated or corrupt is refused with the file, the 1-based line and
+what was expected (trec_eval reads a malformed number as 0). Identifiers are
+bytes, never decoded: two query ids that differ in any byte are different
+queries.
+
+Two readers give the same result. Most files are regular (one delimiter,
+six or four fields on every line, no comments), and pyarrow's multithreaded
+CSV parser reads them and dictionary-encodes the identifiers in C++. Any file
+it cannot read exactly falls back to a line-by-line reader, which also words
+every refusal. Decision 0018 records the measurements.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import zlib
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+QRELS_FIELDS = ("qid", "iter", "docno", "rel")
+RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "runid")
+
+
+class TrecFile(NamedTuple):
+    """The records of a qrels or run file, identifiers dictionary-encoded.
+
+    Attributes:
+      path: The file name, for messages.
+      query: int32 ``(records,)`` code of each record's query in ``query_ids``.
+      query_ids: The distinct query ids.
+      docno: int32 ``(records,)`` code of each record's docno in ``docnos``.
+      docnos: The distinct docnos, a pyarrow binary array.
+      values: ``(records,)`` relevance (int64, qrels) or score (float64, run).
+      runid: The run's name (the last line's sixth field); None for qrels.
+      lines: int64 ``(records,)`` 1-based line of each record, or None when
+        the records are the file's content lines in order (found on demand
+        by :meth:`line`).
+      data: The file's decompressed bytes, kept only to locate lines.
+    """
+
+    path: str
+    query: np.ndarray
+    query_ids: list[bytes]
+    docno: np.ndarray
+    docnos: pa.Array
+    values: np.ndarray
+    runid: bytes | None
+    lines: np.ndarray | None
+    data: bytes
+
+    def line(self, record: int) -> int:
+        """The 1-based line number of ``record``."""
+        if self.lines is not None:
+            return int(self.lines[record])
+        return int(content_lines(self.data)[record])
+
+    def __len__(self) -> int:
+        return len(self.query)
+
+
+def show(token: bytes) -> str:
+    """A token as it appears in messages: UTF-8, other bytes escaped."""
+    return token.decode("utf-8", "backslashreplace")
+
+
+def refuse(path: str, line: int, message: str) -> ValueError:
+    """The error for a refused line: ``path:line: message``."""
+    return ValueError(f"{path}:{line}: {message}")
+
+
+def read_bytes(path: str | os.PathLike) -> bytes:
+    """The file's bytes, decompressed if gzip; ``-`` is standard input.
+
+    Raises:
+      OSError: the file cannot be read, or it is a truncated or corrupt gzip
+        stream; the message names the file.
+    """
+    name = os.fspath(path)
+    if name == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(name, "rb") as file:
+            data = file.read()
+    if data.startswith(_GZIP_MAGIC):
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+            reason = "it ends before the compressed stream does"
+            if not isinstance(error, EOFError):
+                reason = f"the compressed stream is corrupt ({error})"
+            raise OSError(f"{name}: cannot read this gzip file: {reason}") from None
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    return data
+
+
+def content_lines(data: bytes) -> np.ndarray:
+    """1-based numbers of the lines that hold a record (not blank, not a comment)."""
+    buffer = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(buffer == 10)
+    if not len(buffer) or buffer[-1] != 10:
+        ends = np.append(ends, len(buffer))
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    blank = (buffer == 32) | ((buffer >= 9) & (buffer <= 13))
+    text = np.flatnonzero(~blank)  # positions of non-blank bytes
+    if not len(text):
+        return np.zeros(0, np.int64)
+    # A line holds a record if its first non-blank byte lies inside it and is not '#'.
+    first = text[np.minimum(np.searchsorted(text, starts), len(text) - 1)]
+    record = (first >= starts) & (first < ends) & (buffer[first] != ord("#"))
+    return np.flatnonzero(record) + 1
+
+
+def _expected(fields: tuple[str, ...], *, at_least: bool) -> str:
+    count = f"{len(fields)} fields" if not at_least else f"{len(fields)} or more fields"
+    return f"{count} ({' '.join(fields)})"
+
+
+def read_qrels(path: str | os.PathLike) -> TrecFile:
+    """Read a qrels file: ``qid iter docno rel`` per line, ``rel`` an integer.
+
+    Raises:
+      ValueError: a line is malformed (the message names the file and line).
+      OSError: the file cannot be read or decompressed.
+    """
+    return _read(path, qrels=True)
+
+
+def read_run(path: str | os.PathLike) -> TrecFile:
+    """Read a run: ``qid Q0 docno rank score runid [more fields]`` per line, ``score`` finite.
+
+    Raises:
+      ValueError: a line is malformed (the message names the file and line).
+      OSError: the file cannot be read or decompressed.
+    """
+    return _read(path, qrels=False)
+
+
+def _read(path, *, qrels: bool) -> TrecFile:
+    name = os.fspath(path)
+    data = read_bytes(path)
+    found = _read_regular(name, data, qrels=qrels)
+    if found is None:
+        found = _read_lines(name, data, qrels=qrels)
+    return found
+
+
+# --------------------------------------------------------------------------
+# Regular files: pyarrow's parser
+# --------------------------------------------------------------------------
+
+
+def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
+    """The file read by pyarrow, or None if it is not regular enough to be read exactly.
+
+    Regular: one delimiter (a tab, or a single space) between exactly four
+    (qrels) or six (run) fields on every line, no comment, no NUL byte, and
+    numbers pyarrow parses to what the line-by-line reader would accept.
+    """
+    if b"#" in data or b"\x00" in data or b"\x0b" in data or b"\x0c" in data:
+        return None
+    if data.count(b"\r") != data.count(b"\r\n"):
+        return None
+    first_line = data[: data.find(b"\n")] if b"\n" in data else data
+    if not first_line.strip():
+        return None
+    # One delimiter only: any other whitespace inside a line would split a
+    # field for the line-by-line reader but not for the CSV parser.
+    delimiter = "\t" if b"\t" in first_line else " "
+    if (b" " if delimiter == "\t" else b"\t") in data:
+        return None
+    fields = QRELS_FIELDS if qrels else RUN_FIELDS
+    value_field = 3 if qrels else 4
+    names = [f"f{i}" for i in range(len(fields))]
+    types = {n: pa.binary() for n in names}
+    types[names[value_field]] = pa.int64() if qrels else pa.float64()
+    wanted = [names[0], names[2], names[value_field]] + ([] if qrels else [names[5]])
+    try:
+        table = pcsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
+            parse_options=pcsv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            ),
+            convert_options=pcsv.ConvertOptions(
+                column_types=types, include_columns=wanted, strings_can_be_null=False
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    for column in wanted:
+        chunks = table.column(column)
+        if chunks.null_count:
+            return None
+        if column in (names[0], names[2]) and pc.any(pc.equal(pc.binary_length(chunks), 0)).as_py():
+            return None  # an empty field: two delimiters in a row
+    values = table.column(names[value_field]).to_numpy()
+    if not qrels and not np.isfinite(values).all():
+        return None  # the line-by-line reader words the refusal
+    query = pc.dictionary_encode(table.column(names[0]).combine_chunks())
+    docno = pc.dictionary_encode(table.column(names[2]).combine_chunks())
+    runid = None
+    if not qrels and len(table):
+        runid = table.column(names[5])[-1].as_py()
+    return TrecFile(
+        name,
+        query.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
+        query.dictionary.to_pylist(),
+        docno.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
+        docno.dictionary,
+        values,
+        runid,
+        None,
+        data,
+    )
+
+
+# --------------------------------------------------------------------------
+# Any file: line by line
+# --------------------------------------------------------------------------
+
+
+def _read_lines(name: str, data: bytes, *, qrels: bool) -> TrecFile:
+    """Read ``data`` line by line, refusing the first malformed line with its number."""
+    fields = QRELS_FIELDS if qrels else RUN_FIELDS
+    value_field = 3 if qrels else 4
+    width = len(fields)
+    qids, docnos, values, lines = [], [], [], []
+    runid = None
+    for number, line in enumerate(data.split(b"\n"), 1):
+        tokens = line.split()
+        if not tokens or tokens[0].startswith(b"#"):
+            continue
+        if b"\x00" in line:
+            raise refuse(name, number, "the line holds a NUL byte, which is not text")
+        count = len(tokens)
+        if count != width and (qrels or count < width):
+            raise refuse(
+                name,
+                number,
+                f"expected {_expected(fields, at_least=not qrels)}, got {count} field"
+                + ("s" if count != 1 else ""),
+            )
+        qids.append(tokens[0])
+        docnos.append(tokens[2])
+        values.append(tokens[value_field])
+        lines.append(number)
+        if not qrels:
+            runid = tokens[5]
+    line_numbers = np.array(lines, np.int64)
+    if qrels:
+        parsed = _numbers(name, values, line_numbers, kind=int, what="an integer relevance")
+    else:
+        parsed = _numbers(
+            name, values, line_numbers, kind=float, what="a finite number as the score"
+        )
+    query_ids = list(dict.fromkeys(qids))
+    query_code = dict(zip(query_ids, range(len(query_ids)), strict=True))
+    vocabulary = list(dict.fromkeys(docnos))
+    docno_code = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
+    return TrecFile(
+        name,
+        np.fromiter(map(query_code.__getitem__, qids), np.int32, len(qids)),
+        query_ids,
+        np.fromiter(map(docno_code.__getitem__, docnos), np.int32, len(docnos)),
+        pa.array(vocabulary, pa.binary()),
+        parsed,
+        runid,
+        line_numbers,
+        data,
+    )
+
+
+def _numbers(path: str, tokens: list[bytes], lines: np.ndarray, *, kind: type, what: str):
+    """Parse ``tokens`` as ``kind`` (int or float) in bulk; word the first failure.
+
+    Python's ``int`` and ``float`` also accept ``1_000``, which C's ``atol`` and
+    ``atof`` (and so trec_eval) read as 1, so digit separators are refused.
+    """
+    dtype = np.int64 if kind is int else np.float64
+    field = "field 4" if kind is int else "field 5"
+    try:
+        if b"_" in b" ".join(tokens):
+            raise ValueError
+        values = np.fromiter(map(kind, tokens), dtype, len(tokens))
+    except (ValueError, OverflowError):
+        values = None
+    if values is not None and (kind is int or bool(np.isfinite(values).all())):
+        return values
+    for token, line in zip(tokens, lines, strict=True):
+        try:
+            number = kind(token) if b"_" not in token else None
+        except (ValueError, OverflowError):
+            number = None
+        if number is None or (kind is float and not np.isfinite(number)):
+            raise refuse(path, int(line), f"expected {what} ({field}), got {show(token)!r}")
+        if kind is int and abs(number) >= 2**63:
+            raise refuse(path, int(line), f"relevance {show(token)} is out of range")
+    raise AssertionError("unreachable: bulk parse failed but no token did")  # pragma: no cover
