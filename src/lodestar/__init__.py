@@ -2,9 +2,9 @@
 
 The public surface:
 
-* :mod:`lodestar.metrics`: exact DCG, NDCG, reciprocal rank, precision,
-  recall, hits, average precision and ERR, one value per list, averaged over
-  tied scores; jit-, vmap- and backend-agnostic.
+* :mod:`lodestar.metrics`: exact measures, one value per list, averaged over
+  tied scores: DCG, NDCG, reciprocal rank, precision, recall, hits, average
+  precision, ERR and trec_eval's measures; jit-, vmap- and backend-agnostic.
 * :mod:`lodestar.sklearn`: drop-ins for scikit-learn's ``dcg_score`` and
   ``ndcg_score``, plus ``reciprocal_rank_score``.
 * :mod:`lodestar.smooth`: differentiable soft ranks (sigmoid, NeuralSort,
@@ -15,16 +15,25 @@ The public surface:
   of batches, under ``jit``, ``lax.scan`` and ``shard_map``.
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
+
+Submodules are imported when first used, so that ``lodestar evaluate`` starts
+before JAX has finished loading.
 """
 
-from lodestar import datasets as datasets
-from lodestar import losses as losses
-from lodestar import metrics as metrics
-from lodestar import sklearn as sklearn
-from lodestar import smooth as smooth
-from lodestar import streaming as streaming
-from lodestar._validation import InvalidParameterError as InvalidParameterError
-from lodestar._validation import value_checks_under_jit as value_checks_under_jit
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lodestar import datasets as datasets
+    from lodestar import losses as losses
+    from lodestar import metrics as metrics
+    from lodestar import sklearn as sklearn
+    from lodestar import smooth as smooth
+    from lodestar import streaming as streaming
+    from lodestar._validation import InvalidParameterError as InvalidParameterError
+    from lodestar._validation import value_checks_under_jit as value_checks_under_jit
 
 __version__ = "0.1.0.dev0"
 
@@ -38,3 +47,18 @@ __all__ = [
     "streaming",
     "value_checks_under_jit",
 ]
+
+_SUBMODULES = {"datasets", "losses", "metrics", "sklearn", "smooth", "streaming"}
+_FROM_VALIDATION = {"InvalidParameterError", "value_checks_under_jit"}
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"lodestar.{name}")
+    if name in _FROM_VALIDATION:
+        return getattr(importlib.import_module("lodestar._validation"), name)
+    raise AttributeError(f"module 'lodestar' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

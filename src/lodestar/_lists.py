@@ -110,13 +110,3 @@ def check_weights(weights, batch_shape, *, caller: str):
         if np.any(values < 0):
             raise ValueError(f"{caller} should not be used with negative weights.")
     return weights
-
-
-def bucket(size: int, minimum: int = 1) -> int:
-    """``size`` rounded up to a power of two, at least ``minimum``.
-
-    Padding lists and batches to a handful of shapes means a stream of
-    differently sized inputs compiles a handful of kernels instead of one per
-    shape; padding changes no result.
-    """
-    return max(minimum, 1 << max(size - 1, 0).bit_length())

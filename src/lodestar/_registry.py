@@ -17,12 +17,13 @@ measure is one function in :mod:`lodestar.metrics` and one entry here; see
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from lodestar import metrics
-from lodestar.metrics import _average_precision, _dcg, _err, _first_relevant, _precision
-from lodestar.metrics._kernel import Formula
+if TYPE_CHECKING:
+    from lodestar.metrics._kernel import Formula
 
 REQUIRED = object()
 """The default of an option that every call must give (ERR's ``max_label``)."""
@@ -69,11 +70,16 @@ TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 class Measure:
     """One exact measure and everything the project needs to know about it.
 
+    The function and formula are named by their place in
+    :mod:`lodestar.metrics` (``"_dcg.ndcg"``) and imported when first asked
+    for, so that reading measure names imports no JAX.
+
     Attributes:
       key: The registry key; also the canonical command-line name.
-      function: The public function in :mod:`lodestar.metrics`.
-      formula: Its arithmetic over the rank engine (for multi-measure
-        evaluation).
+      function_path: The public function, as ``"<private module>.<name>"``
+        under :mod:`lodestar.metrics`; :attr:`function` imports it.
+      formula_path: Its arithmetic over the rank engine (for multi-measure
+        evaluation), likewise; :attr:`formula` imports it.
       labels: ``"graded"`` (gains from the label's value) or ``"binary"``
         (relevant or not, at trec_eval's relevance level on the command line).
       summary: One line for the documentation's measure table.
@@ -95,8 +101,8 @@ class Measure:
     """
 
     key: str
-    function: Callable
-    formula: Formula
+    function_path: str
+    formula_path: str
     labels: Literal["graded", "binary"]
     summary: str
     cutoff: bool = True
@@ -109,10 +115,25 @@ class Measure:
     integer: bool = False
     oracle: str = ""
 
+    @functools.cached_property
+    def function(self) -> Callable:
+        """The public function in :mod:`lodestar.metrics`."""
+        return _resolve(self.function_path)
+
+    @functools.cached_property
+    def formula(self) -> Formula:
+        """The formula the command line evaluates."""
+        return _resolve(self.formula_path)
+
     @property
     def required_options(self) -> dict[str, Any]:
         """Example values of the options every call must give."""
         return {o.name: o.example for o in self.options if o.default is REQUIRED}
+
+
+def _resolve(path: str):
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(f"lodestar.metrics.{module}"), name)
 
 
 MEASURES: Mapping[str, Measure] = {
@@ -120,8 +141,8 @@ MEASURES: Mapping[str, Measure] = {
     for m in (
         Measure(
             "ndcg",
-            metrics.ndcg,
-            _dcg.NDCG,
+            "_dcg.ndcg",
+            "_dcg.NDCG",
             "graded",
             "DCG over the ideal DCG, linear gain",
             trec=(TrecFamily("ndcg"), TrecFamily("ndcg_cut", "k", TREC_CUTOFFS)),
@@ -131,8 +152,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "dcg",
-            metrics.dcg,
-            _dcg.DCG,
+            "_dcg.dcg",
+            "_dcg.DCG",
             "graded",
             "discounted cumulative gain, linear gain",
             options=(Option("gain", "linear", "exp2"), Option("log_base", 2.0, 3.0)),
@@ -141,8 +162,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "mrr",
-            metrics.reciprocal_rank,
-            _first_relevant.RECIPROCAL_RANK,
+            "_first_relevant.reciprocal_rank",
+            "_first_relevant.RECIPROCAL_RANK",
             "binary",
             "reciprocal rank of the first relevant document",
             names=("rr", "reciprocal_rank"),
@@ -152,8 +173,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "map",
-            metrics.average_precision,
-            _average_precision.AVERAGE_PRECISION,
+            "_average_precision.average_precision",
+            "_average_precision.AVERAGE_PRECISION",
             "binary",
             "average precision (its mean is MAP)",
             names=("ap", "average_precision"),
@@ -163,8 +184,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "P",
-            metrics.precision,
-            _precision.PRECISION,
+            "_precision.precision",
+            "_precision.PRECISION",
             "binary",
             "precision: relevant documents in the top k, over k",
             names=("precision",),
@@ -173,8 +194,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "recall",
-            metrics.recall,
-            _precision.RECALL,
+            "_precision.recall",
+            "_precision.RECALL",
             "binary",
             "relevant documents in the top k over all relevant documents",
             trec=(TrecFamily("recall", "k", TREC_CUTOFFS),),
@@ -183,8 +204,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "hits",
-            metrics.hits,
-            _first_relevant.HITS,
+            "_first_relevant.hits",
+            "_first_relevant.HITS",
             "binary",
             "1 if a relevant document is in the top k, else 0",
             trec=(TrecFamily("success", "k", (1, 5, 10)),),
@@ -192,8 +213,8 @@ MEASURES: Mapping[str, Measure] = {
         ),
         Measure(
             "err",
-            metrics.err,
-            _err.ERR,
+            "_err.err",
+            "_err.ERR",
             "graded",
             "expected reciprocal rank of Chapelle et al.",
             options=(Option("max_label", REQUIRED, 3.0),),
@@ -202,11 +223,3 @@ MEASURES: Mapping[str, Measure] = {
     )
 }
 """Every exact measure, by key."""
-
-
-def by_function() -> dict[Callable, Measure]:
-    """The registry keyed by public function (a function may serve several keys: the first)."""
-    found: dict[Callable, Measure] = {}
-    for measure in MEASURES.values():
-        found.setdefault(measure.function, measure)
-    return found

@@ -398,6 +398,8 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
                 "no query is in both the qrels and the run, so there is nothing to evaluate"
             )
         total = sum(bucket.batches for bucket in plan(joined.retrieved.lengths))
+        progress.begin("loading JAX")
+        _wait_for_jax()
         progress.begin("evaluating", total)
         results = _evaluate.evaluate(
             joined, requests, definitions, max_grade=max_grade, progress=progress
@@ -435,7 +437,7 @@ def _check_single_precision(run: _read.TrecFile) -> None:
         raise _read.refuse(
             run.path,
             run.line(at),
-            f"score {run.values[at]!r} does not fit in single precision (--single-precision "
+            f"score {float(run.values[at])!r} does not fit in single precision (--single-precision "
             "rounds scores to float32, whose largest value is about 3.4e38)",
         )
 
@@ -464,7 +466,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return _bench.main(argv[1:])
     try:
-        args = _parser().parse_args(split_measures(argv))
+        try:
+            args = _parser().parse_args(split_measures(argv))
+        except SystemExit as done:  # --help and --version print, then exit
+            return int(done.code or 0)
         return _run_evaluate(args, sys.stdout)
     except UsageError as error:
         _note(f"error: {error}")
@@ -501,21 +506,52 @@ def _configure_jax() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+_loader = None  # the thread that loads JAX while the files are read (console only)
+
+
+def _load_jax() -> None:
+    """Import and configure JAX and the kernels; run on a thread by :func:`console`."""
+    try:
+        _configure_jax()
+        from lodestar.metrics import _kernel  # noqa: F401
+    except Exception:  # noqa: BLE001 - the main thread imports again and reports it
+        pass
+
+
+def _wait_for_jax() -> None:
+    if _loader is not None:
+        _loader.join()
+
+
 def console() -> None:
     """The ``lodestar`` program: :func:`main`, behaving as a Unix tool does.
 
-    A closed pipe (``lodestar evaluate ... | head -1``) ends the program
-    quietly, as it ends trec_eval; Ctrl-C exits with status 130 and one line
-    instead of a traceback.
+    JAX loads on a thread while the files are read. A closed pipe
+    (``lodestar evaluate ... | head -1``) ends the program quietly, as it ends
+    trec_eval; Ctrl-C exits with status 130 and one line instead of a
+    traceback.
     """
     import signal
+    import threading
 
+    global _loader
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        _configure_jax()
+        _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
+        _loader.start()
         status = main()
     except KeyboardInterrupt:
         _note("interrupted")
         status = 130
+    if _loader.is_alive():
+        # Ending the interpreter while the thread is still importing JAX's C++
+        # libraries aborts the process; a usage error must not wait for them.
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except OSError:
+                pass
+        os._exit(status)
     sys.exit(status)

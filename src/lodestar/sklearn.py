@@ -28,7 +28,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from lodestar import _lists, _validation, metrics
+from lodestar import _shapes, _validation, metrics
 
 __all__ = ["dcg_score", "ndcg_score", "reciprocal_rank_score"]
 
@@ -111,7 +111,7 @@ def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
     of kernels instead of one per shape.
     """
     rows, n = y_true.shape
-    shape = (_lists.bucket(rows), _lists.bucket(n, 8))
+    shape = (_shapes.bucket(rows), _shapes.bucket(n, 8))
     labels = np.zeros(shape, np.float64)
     scores = np.zeros(shape, y_score.dtype)
     where = np.zeros(shape, bool)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lodestar import _lists
+from lodestar import _shapes
 from lodestar._trec.join import Lists
 
 # Every batch holds about this many items (rows times padded width), so memory
@@ -60,7 +60,7 @@ class Batch(NamedTuple):
 
 def plan(lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS) -> list[Bucket]:
     """The buckets of lists of these ``lengths``, narrow ones merged up."""
-    widths = np.array([_lists.bucket(int(n), MIN_WIDTH) for n in lengths], np.int64)
+    widths = np.array([_shapes.bucket(int(n), MIN_WIDTH) for n in lengths], np.int64)
     buckets, carried = [], np.zeros(0, np.int64)
     distinct = np.unique(widths)
     for index, width in enumerate(distinct):
@@ -76,7 +76,7 @@ def plan(lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS) -> list[Bucket]
         most = max(1, batch_items // width)
         count = -(-len(queries) // most)
         # Equal batches, rounded up to a power of two rows.
-        rows = min(most, _lists.bucket(-(-len(queries) // count)))
+        rows = min(most, _shapes.bucket(-(-len(queries) // count)))
         buckets.append(Bucket(width, np.sort(queries), rows))
     return buckets
 

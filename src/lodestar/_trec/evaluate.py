@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lodestar import _lists, _ranking
+from lodestar import _shapes
 from lodestar._trec import batches as _batches
 from lodestar._trec.join import Joined, Lists
 from lodestar._trec.names import Request
@@ -118,6 +118,7 @@ def evaluate(
     """
     import jax
 
+    from lodestar import _ranking
     from lodestar.metrics import _kernel
 
     level = definitions.relevance_level
@@ -173,7 +174,7 @@ def evaluate(
                     padded[:rows] = num_relevant[batch.queries]
                     context["num_relevant"] = padded
                 if pool is not None:
-                    width = _lists.bucket(int(pool.lengths[batch.queries].max(initial=0)), 8)
+                    width = _shapes.bucket(int(pool.lengths[batch.queries].max(initial=0)), 8)
                     ideal = _batches.pad(pool, batch.queries, bucket.rows, width, ("gain",))
                     context["sorted_ideal_gains"] = ideal.items["gain"]
                 elif needs_ideal:
