@@ -1,0 +1,146 @@
+"""The TREC reader under fuzzing, and its two paths against each other.
+
+The only outcomes allowed for any bytes are a result or a clean refusal: a
+``ValueError`` whose message starts with ``path:line:`` (a malformed line)
+or an ``OSError`` that names the file (unreadable gzip). Never another
+exception, never a traceback from deep inside. Files regular enough for
+pyarrow's parser must read exactly as the line-by-line reader reads them.
+"""
+
+import gzip
+import re
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lodestar._trec import read
+
+FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def read_file(tmp_path, data: bytes, qrels: bool):
+    path = tmp_path / ("fuzz.qrels" if qrels else "fuzz.run")
+    path.write_bytes(data)
+    reader = read.read_qrels if qrels else read.read_run
+    try:
+        return reader(path), None
+    except ValueError as error:
+        assert re.match(re.escape(str(path)) + r":\d+: \S", str(error)), str(error)
+        line = int(str(error)[len(str(path)) + 1 :].split(":")[0])
+        assert 1 <= line <= data.count(b"\n") + 1
+        return None, error
+    except OSError as error:
+        assert str(error).startswith(f"{path}: "), str(error)
+        return None, error
+
+
+def same_records(a: read.TrecFile, b: read.TrecFile) -> None:
+    """Two reads hold the same records: ids, docnos, values, runid and lines."""
+    assert len(a) == len(b)
+    assert [a.query_ids[q] for q in a.query] == [b.query_ids[q] for q in b.query]
+    docnos_a, docnos_b = a.docnos.to_pylist(), b.docnos.to_pylist()
+    assert [docnos_a[d] for d in a.docno] == [docnos_b[d] for d in b.docno]
+    np.testing.assert_array_equal(a.values, b.values)
+    assert a.values.dtype == b.values.dtype
+    assert a.runid == b.runid
+    assert [a.line(i) for i in range(len(a))] == [b.line(i) for i in range(len(b))]
+
+
+@FUZZ
+@given(data=st.binary(max_size=400), qrels=st.booleans())
+def test_random_bytes_give_a_result_or_a_clean_refusal(tmp_path_factory, data, qrels):
+    found, _ = read_file(tmp_path_factory.mktemp("bytes"), data, qrels)
+    if found is not None:
+        assert len(found.query) == len(found.docno) == len(found.values)
+
+
+token = st.text(alphabet="abcXYZ019-_.:", min_size=1, max_size=6)
+score = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=64).map(repr),
+    st.integers(-(10**6), 10**6).map(str),
+    st.sampled_from(["nan", "inf", "1e999", "1_0", "0x1p3", "", "1.5.2", "+3", ".5", "5."]),
+)
+relevance = st.one_of(
+    st.integers(-3, 4).map(str), st.sampled_from(["1.5", "x", "9" * 25, "-0", "+2", ""])
+)
+separator = st.sampled_from([" ", "\t", "  ", " \t", "\t\t"])
+
+
+@st.composite
+def mutated_files(draw, qrels: bool):
+    """Valid-looking lines with random mutations: fields, separators, comments, CR, BOM."""
+    lines = []
+    for _ in range(draw(st.integers(0, 12))):
+        fields = [draw(token), "0" if qrels else "Q0", draw(token)]
+        fields += [draw(relevance)] if qrels else [draw(token), draw(score), draw(token)]
+        mutation = draw(st.sampled_from(["none"] * 6 + ["drop", "extra", "comment", "blank"]))
+        if mutation == "drop":
+            del fields[draw(st.integers(0, len(fields) - 1))]
+        elif mutation == "extra":
+            fields.append(draw(token))
+        line = draw(separator).join(f for f in fields)
+        if mutation == "comment":
+            line = draw(st.sampled_from(["#", "  #", "# "])) + line
+        elif mutation == "blank":
+            line = draw(st.sampled_from(["", "   ", "\t"]))
+        lines.append(line + draw(st.sampled_from(["\n", "\r\n", "  \n"])))
+    data = "".join(lines).encode()
+    if draw(st.booleans()):
+        data = data.rstrip(b"\n")
+    if draw(st.integers(0, 9)) == 0:
+        data = b"\xef\xbb\xbf" + data
+    return data
+
+
+@FUZZ
+@given(data=st.data(), qrels=st.booleans())
+def test_mutated_lines_give_a_result_or_a_clean_refusal(tmp_path_factory, data, qrels):
+    text = data.draw(mutated_files(qrels))
+    found, _ = read_file(tmp_path_factory.mktemp("lines"), text, qrels)
+    if found is not None:
+        # Whatever pyarrow reads must be what the line-by-line reader reads.
+        body = text[3:] if text.startswith(b"\xef\xbb\xbf") else text
+        same_records(found, read._read_lines("x", body, qrels=qrels))
+
+
+@FUZZ
+@given(data=st.data(), qrels=st.booleans(), cut=st.floats(0, 1))
+def test_truncated_gzip_is_refused_naming_the_file(tmp_path_factory, data, qrels, cut):
+    text = data.draw(mutated_files(qrels))
+    compressed = gzip.compress(text)
+    found, error = read_file(
+        tmp_path_factory.mktemp("gzip"), compressed[: int(len(compressed) * cut)], qrels
+    )
+    if error is not None and isinstance(error, OSError):
+        assert "cannot read this gzip file" in str(error)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(token, token, st.floats(-1e6, 1e6, allow_nan=False), token),
+        min_size=1,
+        max_size=40,
+    ),
+    delimiter=st.sampled_from([" ", "\t"]),
+)
+def test_regular_files_read_the_same_by_both_paths(rows, delimiter):
+    text = "".join(
+        delimiter.join([q, "Q0", d, "1", repr(s), t]) + "\n" for q, d, s, t in rows
+    ).encode()
+    fast = read._read_regular("x", text, qrels=False)
+    assert fast is not None
+    same_records(fast, read._read_lines("x", text, qrels=False))
+
+
+def test_a_nul_byte_is_refused_with_its_line(tmp_path):
+    found, error = read_file(tmp_path, b"q 0 d 1\nq 0 e\x00 1\n", qrels=True)
+    assert found is None and ":2: the line holds a NUL byte" in str(error)
+
+
+def test_content_lines_skip_blank_and_comment_lines():
+    data = b"a\n\n  # c\nb\n  \r\nc"
+    assert read.content_lines(data).tolist() == [1, 4, 6]
+    assert read.content_lines(b"").tolist() == []
+    assert read.content_lines(b"\n\n#x\n").tolist() == []
