@@ -82,7 +82,6 @@ from __future__ import annotations
 import functools
 import sys
 import time
-import types
 
 import _common as common
 import jax
@@ -105,33 +104,9 @@ MU = 10.0  # lodestar.losses.lambda_loss's default mu
 # --------------------------------------------------------------------------- #
 
 
-def _install_jax_util_shim() -> bool:
-    """Give jax a ``jax.util.wraps`` for rax 0.4.0's transformations, if it lacks one.
-
-    The same stand-in as ``tests/test_smooth.py``: it copies the name and the
-    docstring only. Returns whether it was installed.
-    """
-    if hasattr(jax, "util"):
-        return False
-
-    def wraps(wrapped, namestr=None, docstr=None, **kwargs):
-        def decorate(fun):
-            name = getattr(wrapped, "__name__", "fun")
-            fun.__name__ = name if namestr is None else namestr.format(fun=name)
-            doc = getattr(wrapped, "__doc__", "") or ""
-            fun.__doc__ = doc if docstr is None else docstr.format(fun=name, doc=doc, **kwargs)
-            fun.__wrapped__ = wrapped
-            return fun
-
-        return decorate
-
-    jax.util = types.SimpleNamespace(wraps=wraps)
-    return True
-
-
 def load_rax(disabled: bool):
     """Import Rax (with the shim where needed); return ``(module or None, status)``."""
-    shimmed = False if disabled else _install_jax_util_shim()
+    shimmed = False if disabled else common.install_jax_util_shim()
     rax, failure = common.import_rax(disabled)
     if rax is None:
         return None, failure

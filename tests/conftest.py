@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, settings
 jax.config.update("jax_enable_x64", True)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The benchmark scripts and their helpers, which tests run and import.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 # multidevice_check.py is a script for a subprocess: it sets XLA_FLAGS for 8 CPU
 # devices at import. Collected for doctests, it would set them in this process

@@ -1,4 +1,4 @@
-"""``lodestar bench`` (``lodestar._bench.main``): its table, its JSON and its checks.
+"""``benchmarks/bench_exact.py``: its table, its JSON and its checks.
 
 The benchmark runs in this process at tiny shapes with one repetition, so
 these tests check structure and arithmetic, never speed. Exact relations are
@@ -12,10 +12,10 @@ is held to the benchmark's own float32 tolerance, ``SKLEARN_TOLERANCE``.
 import json
 import sys
 
+import _common
+import bench_exact as _bench
 import jax
 import pytest
-
-from lodestar import _bench, metrics
 
 SHAPE = (16, 8)
 MEMORY_SHAPE = (30, 90)
@@ -28,7 +28,8 @@ def run_bench(tmp_path, capsys, *options):
 
 
 def public_rows(k=_bench.DEFAULT_K):
-    return [row for name in metrics.__all__ for row in (f"{name}@{k}", name)]
+    """Every registry measure once, at k and on the full list."""
+    return list(_bench.exact_rows(k))
 
 
 def test_every_metric_timed_against_the_sort_with_its_memory(tmp_path, capsys):
@@ -44,7 +45,6 @@ def test_every_metric_timed_against_the_sort_with_its_memory(tmp_path, capsys):
     for r in rows:
         assert (r["batch"], r["n"]) == SHAPE
         assert r["lodestar_ms"] > 0 and r["sort_ms"] > 0
-        assert r["lodestar_over_sort"] == pytest.approx(r["lodestar_ms"] / r["sort_ms"], rel=1e-12)
         assert r["input_bytes"] == 2 * 4 * SHAPE[0] * SHAPE[1]
         assert r["argument_bytes"] == r["input_bytes"]
         assert r["xla_peak_bytes"] == (
@@ -59,9 +59,7 @@ def test_every_metric_timed_against_the_sort_with_its_memory(tmp_path, capsys):
             checked = by_name[row]
             assert checked["checked_lists"] == SHAPE[0]
             assert checked["diff_per_list_vs_sklearn"] <= _bench.SKLEARN_TOLERANCE
-            assert checked["lodestar_over_sklearn"] == pytest.approx(
-                checked["lodestar_ms"] / checked["sklearn_ms"], rel=1e-12
-            )
+            assert checked["sklearn_ms"] > 0
     assert report["memory_only"] == []
     assert report["machine"]["jax_backend"] == jax.default_backend()
     assert report["mismatches"] == [] and report["failures"] == []
@@ -97,9 +95,9 @@ def test_rax_runs_beside_lodestar_when_installed(tmp_path, capsys):
     assert status == 0, out
     assert [r["metric"] for r in report["results"]] == ["ndcg@3", "reciprocal_rank"]
     for r in report["results"]:
-        assert r["lodestar_over_rax"] == pytest.approx(r["lodestar_ms"] / r["rax_ms"], rel=1e-12)
+        assert r["rax_ms"] > 0
         assert r["rax_peak_bytes"] > 0
-    assert report["machine"]["rax"].startswith(_bench.version("rax"))
+    assert report["machine"]["rax"].startswith(_common.version("rax"))
 
 
 def test_missing_references_are_reported_and_lodestar_still_timed(tmp_path, capsys, monkeypatch):
@@ -167,8 +165,8 @@ def test_bad_options_are_refused(options, message, capsys):
 
 def test_jax_util_shim_copies_metadata_only(monkeypatch):
     monkeypatch.delattr(jax, "util", raising=False)
-    assert _bench.install_jax_util_shim() is True
-    assert _bench.install_jax_util_shim() is False  # already there: left alone
+    assert _common.install_jax_util_shim() is True
+    assert _common.install_jax_util_shim() is False  # already there: left alone
 
     def original(x):
         """Doubles x."""

@@ -7,7 +7,7 @@ names on the command line and in trec_eval, the per-list context it accepts
 under trec_eval's definitions, how its values are averaged over queries, and
 the name of its brute-force oracle in ``tests/oracles.py``.
 
-The command line's name grammar and evaluation, ``lodestar bench``, the
+The command line's name grammar and evaluation, the exact benchmark, the
 documentation's measure table and the invariance tests (jit, vmap, padding,
 segments, streaming, sharding, dtypes) all read :data:`MEASURES`. Adding a
 measure is one function in :mod:`lodestar.metrics` and one entry here; see

@@ -221,11 +221,6 @@ def _parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
     _evaluate_parser(subparsers)
-    subparsers.add_parser(
-        "bench",
-        help="run the exact-metric benchmark (options: lodestar bench --help)",
-        add_help=False,
-    )
     return parser
 
 
@@ -460,11 +455,6 @@ def main(argv: list[str] | None = None) -> int:
       0
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] == "bench":
-        # Imported only when asked for: the benchmark pulls in its references.
-        from lodestar import _bench
-
-        return _bench.main(argv[1:])
     try:
         try:
             args = _parser().parse_args(split_measures(argv))
