@@ -286,29 +286,58 @@ def _nan_where_nonfinite(value, a, b):
 # --------------------------------------------------------------------------- #
 
 
-def _log_beta_half(a: float) -> float:
-    """``log B(a, 1/2)`` for ``a = df / 2``, ``df`` a positive integer, to a few ulp.
+def _exact_log_beta_half(a: float) -> float:
+    """``log B(a, 1/2)`` for a half-integer ``a`` below 10, by exact recurrence.
 
-    Below 10 by the exact recurrence ``B(a + 1, 1/2) = B(a, 1/2) a / (a + 1/2)``
-    from ``B(1/2, 1/2) = pi`` and ``B(1, 1/2) = 2``; from 10 on by the
-    difference of Stirling's series for ``lgamma(a + 1/2) - lgamma(a)``,
+    ``B(a + 1, 1/2) = B(a, 1/2) a / (a + 1/2)`` from ``B(1/2, 1/2) = pi`` and
+    ``B(1, 1/2) = 2``: at most ten roundings.
+    """
+    value, start = (math.pi, 0.5) if a != int(a) else (2.0, 1.0)
+    while start < a:
+        value *= start / (start + 0.5)
+        start += 1.0
+    return math.log(value)
+
+
+# log B(df / 2, 1/2) for df = 1, ..., 19.
+_LOG_BETA_HALF = np.array([_exact_log_beta_half(df / 2) for df in range(1, 20)])
+
+
+def _log1p_small(z):
+    """``log(1 + z)`` for ``|z| <= 1/4`` to a few ulp.
+
+    XLA's float64 ``log1p`` on CPU is off by up to about 240 ulp (measured
+    against mpmath), which the factor ``df / 2`` multiplying it in the t tail
+    would turn into a relative error of 1e-12 and more. This is the series
+    ``2 atanh(w) = 2 (w + w^3/3 + ...)`` with ``w = z / (2 + z)``, ``|w| <= 1/7``,
+    summed to 14 terms (the next is below 1e-24 of the first): about 3 ulp.
+    """
+    w = z / (2.0 + z)
+    w2 = w * w
+    total = jnp.zeros_like(w)
+    for k in range(13, -1, -1):
+        total = total * w2 + 2.0 / (2 * k + 1)
+    return w * total
+
+
+def _log_beta_half(df):
+    """``log B(df / 2, 1/2)`` for a positive integer ``df`` (traced), to a few ulp.
+
+    Below ``df = 20`` from a table built by exact recurrence; from there on
+    by the difference of Stirling's series for ``lgamma(a + 1/2) - lgamma(a)``,
     which keeps its absolute error at a few ulp where subtracting two large
     ``lgamma`` values would not.
     """
-    if a < 10:
-        value, start = (math.pi, 0.5) if a != int(a) else (2.0, 1.0)
-        while start < a:
-            value *= start / (start + 0.5)
-            start += 1.0
-        return math.log(value)
+    table = jnp.asarray(_LOG_BETA_HALF)[jnp.clip(jnp.round(df).astype(jnp.int32) - 1, 0, 18)]
+    a = jnp.maximum(df / 2.0, 10.0)
 
     def series(z):  # lgamma's Stirling series beyond (z - 1/2) log z - z + log(2 pi) / 2
         w = 1.0 / (z * z)
         coefficients = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
         return sum(c * w**k for k, c in enumerate(coefficients)) / z
 
-    difference = a * math.log1p(0.5 / a) - 0.5 + 0.5 * math.log(a) + (series(a + 0.5) - series(a))
-    return 0.5 * math.log(math.pi) - difference
+    difference = a * _log1p_small(0.5 / a) - 0.5 + 0.5 * jnp.log(a) + (series(a + 0.5) - series(a))
+    return jnp.where(df < 20, table, 0.5 * math.log(math.pi) - difference)
 
 
 _TINY = 1e-300
@@ -369,23 +398,6 @@ def _hypergeometric_series(a: float, y):
     return lax.while_loop(cond, body, start)[2]
 
 
-def _log_one_minus(y):
-    """``log(1 - y)`` for ``0 <= y <= 1/4`` to a few ulp.
-
-    XLA's float64 ``log1p`` on CPU is off by up to about 240 ulp (measured
-    against mpmath), which the factor ``df / 2`` multiplying it in the t tail
-    would turn into a relative error of 1e-12 and more. This is the series
-    ``2 atanh(w) = 2 (w + w^3/3 + ...)`` with ``w = -y / (2 - y)``, ``|w| <= 1/7``,
-    summed to 14 terms (the next is below 1e-24 of the first): about 3 ulp.
-    """
-    w = -y / (2.0 - y)
-    w2 = w * w
-    total = jnp.zeros_like(w)
-    for k in range(13, -1, -1):
-        total = total * w2 + 2.0 / (2 * k + 1)
-    return w * total
-
-
 def _series_coefficients(terms: int) -> tuple[float, ...]:
     """``c_n`` of ``(sinh(z/2) / (z/2))**(-1/2) = sum_n c_n z**(2n)``, exactly then rounded.
 
@@ -403,11 +415,11 @@ def _series_coefficients(terms: int) -> tuple[float, ...]:
 _BGRAT = _series_coefficients(20)
 
 
-def _t_tail_large_df(log_x, a: float):
-    """``I_x(a, 1/2)`` for ``a >= 15`` and ``-log x <= 2``: the expansion in ``1 / T``.
+def _t_tail_large_df(log_x, df):
+    """``I_x(df/2, 1/2)`` for ``df >= 30`` and ``-log x <= 2``: the expansion in ``1 / T``.
 
-    With ``T = a - 1/4`` and ``u = -T log x``, substituting ``x = exp(-s / T)``
-    in the incomplete beta integral gives exactly
+    With ``T = df/2 - 1/4`` and ``u = -T log x``, substituting
+    ``x = exp(-s / T)`` in the incomplete beta integral gives exactly
     ``I_x(a, 1/2) = sum_n c_n T**(-2n) Gamma(1/2 + 2n, u) / (sqrt(T) B(a, 1/2))``
     (:data:`_BGRAT`; DiDonato & Morris's BGRAT for ``b = 1/2``). The upper
     incomplete gammas start from ``Gamma(1/2, u) = sqrt(pi) erfc(sqrt(u))`` and
@@ -417,7 +429,7 @@ def _t_tail_large_df(log_x, a: float):
     the conditioning near ``x = 1`` that limits the continued fraction does
     not arise.
     """
-    t_ = a - 0.25
+    t_ = df / 2.0 - 0.25
     u = -t_ * log_x
     log_u = jnp.log(u)
     gamma = math.sqrt(math.pi) * jax.scipy.special.erfc(jnp.sqrt(u))
@@ -428,16 +440,18 @@ def _t_tail_large_df(log_x, a: float):
             gamma = s * gamma + jnp.exp(s * log_u - u)
             s += 1.0
         total = total + _BGRAT[n] * t_ ** (-2 * n) * gamma
-    return total * math.exp(-0.5 * math.log(t_) - _log_beta_half(a))
+    return total * jnp.exp(-0.5 * jnp.log(t_) - _log_beta_half(df))
 
 
-def _t_two_sided(t, df: int):
+@jax.jit
+def _t_two_sided(t, df):
     """``P(|T| >= |t|)`` for Student's T with ``df`` degrees of freedom, in float64.
 
-    The p-value is ``I_x(df/2, 1/2)`` with ``x = df / (df + t^2)`` and
-    ``y = 1 - x = t^2 / (df + t^2)``, each formed directly from ``t``; the
-    logarithm of the one near 1 is taken as ``log(1 - other)`` to a few ulp,
-    and ``log B(df/2, 1/2)`` to a few ulp.
+    ``df`` is a positive integer, traced (one compilation serves every
+    number of queries). The p-value is ``I_x(df/2, 1/2)`` with
+    ``x = df / (df + t^2)`` and ``y = 1 - x = t^2 / (df + t^2)``, each formed
+    directly from ``t``; the logarithm of the one near 1 is taken as
+    ``log(1 - other)`` to a few ulp, and ``log B(df/2, 1/2)`` to a few ulp.
 
     * ``df >= 30`` and ``x >= exp(-2)``: the expansion of
       :func:`_t_tail_large_df`, in ``log x`` only.
@@ -454,26 +468,22 @@ def _t_two_sided(t, df: int):
     1e-20 and ``df`` up to 10**6. XLA's float64 ``betainc`` was off by up to
     100% in the tails of large ``df``, hence this code.
     """
+    t = jnp.asarray(t, jnp.float64)
+    df = jnp.asarray(df, jnp.float64)
     a = df / 2.0
     t2 = t * t
     x = 1.0 / (1.0 + t2 / df)  # t = +-inf gives 0, t = 0 gives 1
     y = 1.0 / (1.0 + df / t2)  # and the other way round
-    log_x = jnp.where(y < 0.25, _log_one_minus(jnp.minimum(y, 0.25)), jnp.log(x))
-    log_y = jnp.where(x < 0.25, _log_one_minus(jnp.minimum(x, 0.25)), jnp.log(y))
-    log_front = a * log_x + 0.5 * log_y - _log_beta_half(a)
-    if a >= 15:
-        expansion = log_x >= -2.0
-        tail_cf = _beta_continued_fraction(a, 0.5, jnp.where(expansion, 0.0, x))
-        tail = jnp.exp(log_front) * tail_cf / a
-        near = _t_tail_large_df(jnp.where(expansion, log_x, -1.0), a)
-        p = jnp.where(expansion, near, tail)
-    else:
-        central = t2 < max(3.0, 1.25 * math.log(df))
-        tail_cf = _beta_continued_fraction(a, 0.5, jnp.where(central, 0.0, x))
-        tail = jnp.exp(log_front) * tail_cf / a
-        series = _hypergeometric_series(a, jnp.where(central, y, 0.0))
-        near = 1.0 - jnp.exp(log_front) * series / 0.5
-        p = jnp.where(central, near, tail)
+    log_x = jnp.where(y < 0.25, _log1p_small(-jnp.minimum(y, 0.25)), jnp.log(x))
+    log_y = jnp.where(x < 0.25, _log1p_small(-jnp.minimum(x, 0.25)), jnp.log(y))
+    log_front = a * log_x + 0.5 * log_y - _log_beta_half(df)
+    expansion = (df >= 30) & (log_x >= -2.0)
+    central = (df < 30) & (t2 < jnp.maximum(3.0, 1.25 * jnp.log(df)))
+    fraction = _beta_continued_fraction(a, 0.5, jnp.where(expansion | central, 0.0, x))
+    tail = jnp.exp(log_front) * fraction / a
+    near = 1.0 - jnp.exp(log_front) * _hypergeometric_series(a, jnp.where(central, y, 0.0)) / 0.5
+    large = _t_tail_large_df(jnp.where(expansion, log_x, -1.0), df)
+    p = jnp.where(expansion, large, jnp.where(central, near, tail))
     return jnp.where(jnp.isnan(t), jnp.nan, jnp.clip(p, 0.0, 1.0))
 
 
@@ -506,13 +516,17 @@ def _moments(d):
 
 
 @jax.jit
-def _t_kernel(d):
-    """``(t, p, mean, d_z)`` of the differences ``d``, ``(..., n)``."""
+def _t_moments(d):
+    """``(t, mean, d_z)`` of the differences ``d``, ``(..., n)``."""
     n = d.shape[-1]
     mean, _, variance = _moments(d)
-    statistic = _ratio(mean, jnp.sqrt(variance / n))
-    effect = _ratio(mean, jnp.sqrt(variance))
-    return statistic, _t_two_sided(statistic, n - 1), mean, effect
+    return _ratio(mean, jnp.sqrt(variance / n)), mean, _ratio(mean, jnp.sqrt(variance))
+
+
+def _t_kernel(d):
+    """``(t, p, mean, d_z)`` of the differences ``d``, ``(..., n)``, in two compilations."""
+    statistic, mean, effect = _t_moments(d)
+    return statistic, _t_two_sided(statistic, d.shape[-1] - 1), mean, effect
 
 
 def _chunk_rows(n: int) -> int:
@@ -930,6 +944,11 @@ def bonferroni(p_values):
       https://doi.org/10.1080/01621459.1961.10482090
     """
     p = _check_p_values(p_values, caller="bonferroni")
+    return _bonferroni(p)
+
+
+@jax.jit
+def _bonferroni(p):
     return jnp.minimum(p * p.shape[-1], 1.0)
 
 
@@ -965,9 +984,12 @@ def holm(p_values):
       Scand. J. Statist. 6(2), 1979. https://www.jstor.org/stable/4615733
     """
     p = _check_p_values(p_values, caller="holm")
+    return p if p.shape[-1] == 0 else _holm(p)
+
+
+@jax.jit
+def _holm(p):
     m = p.shape[-1]
-    if m == 0:
-        return p
     order = jnp.argsort(p, axis=-1, stable=True)
     ranked = jnp.take_along_axis(p, order, axis=-1) * (m - jnp.arange(m))
     adjusted = jnp.minimum(lax.cummax(ranked, axis=ranked.ndim - 1), 1.0)
