@@ -12,6 +12,7 @@ from lodestar._bench import fmt_ms as fmt_ms
 from lodestar._bench import fmt_ratio as fmt_ratio
 from lodestar._bench import import_rax as import_rax
 from lodestar._bench import machine_info as machine_info
+from lodestar._bench import optional_import as optional_import
 from lodestar._bench import print_header as print_header
 from lodestar._bench import print_mismatches as print_mismatches
 from lodestar._bench import resolved_method as resolved_method

@@ -432,14 +432,19 @@ def _t_tail_large_df(log_x, df):
     t_ = df / 2.0 - 0.25
     u = -t_ * log_x
     log_u = jnp.log(u)
+    coefficients = jnp.asarray(_BGRAT)
+
+    def term(n, state):
+        gamma, total, scale = state
+        s = 2.0 * n - 1.5  # Gamma(s, u) -> Gamma(s + 2, u)
+        gamma = s * gamma + jnp.exp(s * log_u - u)
+        gamma = (s + 1.0) * gamma + jnp.exp((s + 1.0) * log_u - u)
+        scale = scale / (t_ * t_)
+        return gamma, total + coefficients[n] * scale * gamma, scale
+
     gamma = math.sqrt(math.pi) * jax.scipy.special.erfc(jnp.sqrt(u))
-    total = _BGRAT[0] * gamma
-    s = 0.5
-    for n in range(1, len(_BGRAT)):
-        for _ in range(2):
-            gamma = s * gamma + jnp.exp(s * log_u - u)
-            s += 1.0
-        total = total + _BGRAT[n] * t_ ** (-2 * n) * gamma
+    start = (gamma, coefficients[0] * gamma, jnp.ones_like(t_))
+    total = lax.fori_loop(1, len(_BGRAT), term, start)[1]
     return total * jnp.exp(-0.5 * jnp.log(t_) - _log_beta_half(df))
 
 
@@ -523,10 +528,22 @@ def _t_moments(d):
     return _ratio(mean, jnp.sqrt(variance / n)), mean, _ratio(mean, jnp.sqrt(variance))
 
 
+def _t_p_value(t, df: int):
+    """:func:`_t_two_sided` on ``t`` flattened and padded to a power of two (at least 8).
+
+    The tail is the largest program here; padding lets a few compilations
+    serve every batch shape (under an outer ``jit`` it is traced inline).
+    """
+    flat = t.reshape(-1)
+    size = max(8, 1 << max(flat.shape[0] - 1, 0).bit_length())
+    padded = jnp.pad(flat, (0, size - flat.shape[0]))
+    return _t_two_sided(padded, df)[: flat.shape[0]].reshape(t.shape)
+
+
 def _t_kernel(d):
-    """``(t, p, mean, d_z)`` of the differences ``d``, ``(..., n)``, in two compilations."""
+    """``(t, p, mean, d_z)`` of the differences ``d``, ``(..., n)``."""
     statistic, mean, effect = _t_moments(d)
-    return statistic, _t_two_sided(statistic, d.shape[-1] - 1), mean, effect
+    return statistic, _t_p_value(statistic, d.shape[-1] - 1), mean, effect
 
 
 def _chunk_rows(n: int) -> int:
