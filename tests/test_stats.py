@@ -307,12 +307,12 @@ def test_randomization_agrees_with_ranx_within_monte_carlo_error():
 def bootstrap_by_hand(d, seed, samples, confidence):
     """The documented definition in NumPy, from the kernel's own resamples."""
     n = d.shape[-1]
-    rows = stats._chunk_rows(n)
+    rows = stats._bootstrap_rows(n)
     key = stats._key(seed)
     chunks = -(-samples // rows)
     drawn = np.concatenate(
         [
-            np.asarray(jax.random.randint(jax.random.fold_in(key, c), (rows, n), 0, n))
+            np.asarray(jax.random.randint(jax.random.fold_in(key, c), (rows, n), 0, n, jnp.int32))
             for c in range(chunks)
         ]
     )[:samples]
