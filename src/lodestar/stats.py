@@ -748,8 +748,8 @@ def randomization_test(a, b, *, permutations: int = 100_000, seed=0) -> Randomiz
     twice the bound on the rounding of both sums, of the differences and of
     the inputs. Sign flips whose statistic equals the observed one exactly,
     which is common with quantised measures such as P@10, therefore count,
-    whatever order the sums were taken in; a real gap below ``tau`` (2e-8
-    for 10,000 queries of scores in [0, 1]) would count too.
+    whatever order the sums were taken in; a real gap below ``tau`` (at most
+    9e-8 for 10,000 queries of scores in [0, 1]) would count too.
 
     The sign vectors depend only on ``seed`` and ``n``: the same seed gives the
     same p-values, the first ``m`` draws are the same for any
