@@ -13,6 +13,9 @@ The public surface:
   LambdaLoss, ApproxNDCG, NeuralNDCG).
 * :mod:`lodestar.streaming`: mergeable accumulators for evaluating a stream
   of batches, under ``jit``, ``lax.scan`` and ``shard_map``.
+* :mod:`lodestar.stats`: significance tests over per-query scores (paired
+  t-test, Fisher's randomization test, the paired bootstrap), Holm and
+  Bonferroni corrections, and the superscript report comparing several runs.
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from lodestar import metrics as metrics
     from lodestar import sklearn as sklearn
     from lodestar import smooth as smooth
+    from lodestar import stats as stats
     from lodestar import streaming as streaming
     from lodestar._validation import InvalidParameterError as InvalidParameterError
     from lodestar._validation import value_checks_under_jit as value_checks_under_jit
@@ -44,11 +48,12 @@ __all__ = [
     "metrics",
     "sklearn",
     "smooth",
+    "stats",
     "streaming",
     "value_checks_under_jit",
 ]
 
-_SUBMODULES = {"datasets", "losses", "metrics", "sklearn", "smooth", "streaming"}
+_SUBMODULES = {"datasets", "losses", "metrics", "sklearn", "smooth", "stats", "streaming"}
 _FROM_VALIDATION = {"InvalidParameterError", "value_checks_under_jit"}
 
 
