@@ -116,3 +116,165 @@ def err_of_order(labels, order, *, k=None, max_label):
         value += reach * stop / (position + 1)
         reach *= 1 - stop
     return value
+
+
+# --- counts, set measures, R-precision, utility, unjudged and RBP (decision 0015) --------
+#
+# Each reads like its trec_eval m_*.c: the retrieved list is the order cut at k
+# (trec_eval's -M), a relevant item has a non-zero label and was judged, and
+# ``judged`` (per item index, or None for all) marks the items in the qrels.
+
+
+def _ranked(labels, order, k, judged=None):
+    """(label, judged) of each retrieved item, in rank order."""
+    retrieved = order if k is None else order[:k]
+    return [(labels[i], True if judged is None else bool(judged[i])) for i in retrieved]
+
+
+def _num_rel(labels, judged, num_relevant):
+    if num_relevant is not None:
+        return num_relevant
+    return sum(1 for i, x in enumerate(labels) if x != 0 and (judged is None or judged[i]))
+
+
+def num_ret_of_order(labels, order, *, k=None):
+    return float(len(_ranked(labels, order, k)))
+
+
+def num_rel_of_order(labels, order, *, k=None, num_relevant=None, judged=None):
+    return float(_num_rel(labels, judged, num_relevant))
+
+
+def num_rel_ret_of_order(labels, order, *, k=None, judged=None):
+    return float(sum(1 for label, seen in _ranked(labels, order, k, judged) if seen and label != 0))
+
+
+def num_nonrel_judged_ret_of_order(labels, order, *, k=None, judged=None):
+    return float(sum(1 for label, seen in _ranked(labels, order, k, judged) if seen and label == 0))
+
+
+def rprec_mult_of_order(labels, order, *, k=None, multiple=1.0, num_relevant=None):
+    """m_Rprec_mult.c: precision at (long) (multiple * R + 0.9), walked from the end."""
+    ranked = [label != 0 for label, _ in _ranked(labels, order, k)]
+    num_rel = _num_rel(labels, None, num_relevant)
+    num_ret, num_rel_ret = len(ranked), sum(ranked)
+    cutoff = int(multiple * num_rel + 0.9)
+    if cutoff > num_ret:
+        return num_rel_ret / cutoff
+    rel_so_far = num_rel_ret
+    for i in range(num_ret, 0, -1):
+        if rel_so_far == 0:
+            break
+        if i == cutoff:
+            return rel_so_far / i
+        if ranked[i - 1]:
+            rel_so_far -= 1
+    return 0.0
+
+
+def rprec_of_order(labels, order, *, k=None, num_relevant=None):
+    """m_Rprec.c: relevant in the first min(num_ret, R) over R."""
+    ranked = [label != 0 for label, _ in _ranked(labels, order, k)]
+    num_rel = _num_rel(labels, None, num_relevant)
+    look = min(len(ranked), num_rel)
+    return 0.0 if look == 0 else sum(ranked[:look]) / num_rel
+
+
+def relative_precision_of_order(labels, order, *, k=None, num_relevant=None):
+    """m_rel_P.c: relevant in the first k over min(k, R); k=None: the list length."""
+    num_rel = _num_rel(labels, None, num_relevant)
+    cutoff = len(order) if k is None else k
+    if num_rel == 0 or cutoff == 0:
+        return 0.0
+    rel_so_far = sum(1 for label, _ in _ranked(labels, order, cutoff) if label != 0)
+    return rel_so_far / min(cutoff, num_rel)
+
+
+def _set_counts(labels, order, k, num_relevant):
+    ranked = _ranked(labels, order, k)
+    num_rel_ret = sum(1 for label, _ in ranked if label != 0)
+    return len(ranked), _num_rel(labels, None, num_relevant), num_rel_ret
+
+
+def set_p_of_order(labels, order, *, k=None):
+    num_ret, _, num_rel_ret = _set_counts(labels, order, k, None)
+    return num_rel_ret / num_ret if num_ret else 0.0
+
+
+def set_recall_of_order(labels, order, *, k=None, num_relevant=None):
+    _, num_rel, num_rel_ret = _set_counts(labels, order, k, num_relevant)
+    return num_rel_ret / num_rel if num_rel else 0.0
+
+
+def set_relative_p_of_order(labels, order, *, k=None, num_relevant=None):
+    num_ret, num_rel, num_rel_ret = _set_counts(labels, order, k, num_relevant)
+    return num_rel_ret / min(num_ret, num_rel) if num_ret and num_rel else 0.0
+
+
+def set_map_of_order(labels, order, *, k=None, num_relevant=None):
+    num_ret, num_rel, num_rel_ret = _set_counts(labels, order, k, num_relevant)
+    if not (num_ret and num_rel):
+        return 0.0
+    return (num_rel_ret * num_rel_ret) / (num_ret * num_rel)
+
+
+def set_f_of_order(labels, order, *, k=None, beta=1.0, num_relevant=None):
+    num_ret, num_rel, num_rel_ret = _set_counts(labels, order, k, num_relevant)
+    if not num_rel_ret:
+        return 0.0
+    precision, recall = num_rel_ret / num_ret, num_rel_ret / num_rel
+    return (beta + 1) * precision * recall / (beta * precision + recall)
+
+
+def utility_of_order(
+    labels,
+    order,
+    *,
+    k=None,
+    coefficients=(1.0, -1.0, 0.0, 0.0),
+    num_documents=None,
+    num_relevant=None,
+):
+    """m_utility.c; a list with no real item scores 0 (lodestar's rule, and trec_eval's -c)."""
+    if not order:
+        return 0.0
+    num_ret, num_rel, num_rel_ret = _set_counts(labels, order, k, num_relevant)
+    collection = 0 if num_documents is None else num_documents
+    p1, p2, p3, p4 = coefficients
+    return (
+        p1 * num_rel_ret
+        + p2 * (num_ret - num_rel_ret)
+        + p3 * (num_rel - num_rel_ret)
+        + p4 * (collection + num_rel_ret - num_ret - num_rel)
+    )
+
+
+def unj_of_order(labels, order, *, k=None, judged=None):
+    """m_unjudged.c: unjudged in the first k over k; k=None: the list length."""
+    cutoff = len(order) if k is None else k
+    unjudged = sum(1 for _, seen in _ranked(labels, order, cutoff, judged) if not seen)
+    return unjudged / cutoff if cutoff else 0.0
+
+
+def rbp_of_order(labels, order, *, k=None, p=0.9, max_label=None):
+    """m_rbp.c with the relevance level as the gain, rescaled by the top level above 1."""
+    top = max((float(x) for x in labels), default=0.0) if max_label is None else max_label
+    scale = top if top > 1 else 1.0
+    total, weight = 0.0, 1.0
+    for label, _ in _ranked(labels, order, k):
+        gain = float(label) / scale
+        if gain != 0:
+            total += gain * weight
+        weight *= p
+    return (1.0 - p) * total
+
+
+def rbp_resid_of_order(labels, order, *, k=None, p=0.9, judged=None):
+    """m_rbp_resid.c: p^num_ret plus the unjudged items' weight, 0 if none is unjudged."""
+    unjudged, total, weight = 0, 0.0, 1.0
+    for _, seen in _ranked(labels, order, k, judged):
+        if not seen:
+            unjudged += 1
+            total += weight
+        weight *= p
+    return weight + (1 - p) * total if unjudged else 0.0

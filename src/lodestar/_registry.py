@@ -65,6 +65,16 @@ class TrecFamily:
 # trec_eval's default cut-offs for P, recall, ndcg_cut, map_cut, relative_P, ...
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
+MIN_GEO_MEAN = 1e-5
+"""The floor of a ``"geometric"`` aggregate (trec_eval's ``MIN_GEO_MEAN``, trec_eval.h).
+
+trec_eval's ``gm_`` measures store ``log(max(value, MIN_GEO_MEAN))`` per query
+and print ``exp(sum / queries)`` on the ``all`` line (meas_avg.c's
+``te_calc_avg_meas_s_gm``); with ``-c`` every qrels query missing from the
+run adds ``log(MIN_GEO_MEAN)`` to the sum and counts in ``queries``. They
+print no per-query line with ``-q`` (``te_print_single_meas_empty``).
+"""
+
 
 @dataclasses.dataclass(frozen=True)
 class Measure:
@@ -90,11 +100,15 @@ class Measure:
       context: Per-list inputs it takes under trec_eval's definitions:
         ``num_relevant`` (relevant judged documents, retrieved or not),
         ``ideal_labels`` (every judged document's label, for NDCG's ideal),
-        ``judged`` (which retrieved documents were judged).
+        ``judged`` (which retrieved documents were judged: in the qrels with
+        a relevance >= 0), ``max_label`` (RBP's top grade: the largest
+        relevance level among the query's judged documents, retrieved or
+        not).
       options: Its other keyword options.
       nonnegative_labels: Whether it refuses negative labels.
       aggregate: How per-query values become the ``all`` value: ``"mean"``,
-        ``"geometric"`` (trec_eval's ``gm_`` measures) or ``"sum"`` (counts).
+        ``"geometric"`` (trec_eval's ``gm_`` measures, floored at
+        :data:`MIN_GEO_MEAN`) or ``"sum"`` (counts).
       integer: Whether trec_eval prints its values as integers.
       oracle: The name of its brute-force reference on one explicit order in
         ``tests/oracles.py``.
@@ -219,6 +233,226 @@ MEASURES: Mapping[str, Measure] = {
             "expected reciprocal rank of Chapelle et al.",
             options=(Option("max_label", REQUIRED, 3.0),),
             oracle="err_of_order",
+        ),
+        # --- counts, set measures, R-precision, utility, unj, RBP, gm_map (decision 0015) ---
+        # The counts print as integers (trec_eval's %ld) and their all line is a
+        # sum. With ties and a k that cuts a tie block they are expectations and
+        # can be fractional: the command line then prints them with four
+        # decimals like the other measures, never truncated, and the all line
+        # is the sum of the expectations.
+        Measure(
+            "num_ret",
+            "_counts.num_retrieved",
+            "_counts.NUM_RETRIEVED",
+            "binary",
+            "number of documents retrieved (at most k)",
+            names=("num_retrieved",),
+            trec=(TrecFamily("num_ret"),),
+            aggregate="sum",
+            integer=True,
+            oracle="num_ret_of_order",
+        ),
+        # trec_eval's all line for num_rel with -c counts every qrels line
+        # with a relevance above 0 in the whole file, whatever -l says (its
+        # te_calc_avg_num_rel); the sum of the per-query num_relevant is that
+        # number for -l 1. The function returns num_relevant even for an
+        # empty list, so a query missing from the run still adds its count.
+        Measure(
+            "num_rel",
+            "_counts.num_relevant",
+            "_counts.NUM_RELEVANT",
+            "binary",
+            "number of relevant documents, retrieved or not",
+            names=("num_relevant",),
+            trec=(TrecFamily("num_rel"),),
+            context=("num_relevant", "judged"),
+            aggregate="sum",
+            integer=True,
+            oracle="num_rel_of_order",
+        ),
+        Measure(
+            "num_rel_ret",
+            "_counts.num_relevant_retrieved",
+            "_counts.NUM_RELEVANT_RETRIEVED",
+            "binary",
+            "number of relevant documents retrieved",
+            names=("num_relevant_retrieved",),
+            trec=(TrecFamily("num_rel_ret"),),
+            context=("judged",),
+            aggregate="sum",
+            integer=True,
+            oracle="num_rel_ret_of_order",
+        ),
+        Measure(
+            "num_nonrel_judged_ret",
+            "_counts.num_nonrelevant_judged_retrieved",
+            "_counts.NUM_NONRELEVANT_JUDGED_RETRIEVED",
+            "binary",
+            "number of judged non-relevant documents retrieved",
+            names=("num_nonrelevant_judged_retrieved",),
+            trec=(TrecFamily("num_nonrel_judged_ret"),),
+            context=("judged",),
+            aggregate="sum",
+            integer=True,
+            oracle="num_nonrel_judged_ret_of_order",
+        ),
+        # Rprec is r_precision at multiple=1 (the cut-off (long) (R + 0.9) is R);
+        # Rprec_mult.x is r_precision(multiple=x), printed as Rprec_mult_%3.2f.
+        Measure(
+            "Rprec",
+            "_r_precision.r_precision",
+            "_r_precision.R_PRECISION",
+            "binary",
+            "precision at R (or a multiple of R), R the relevant documents",
+            names=("r_precision",),
+            trec=(
+                TrecFamily("Rprec"),
+                TrecFamily(
+                    "Rprec_mult", "multiple", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+                ),
+            ),
+            context=("num_relevant",),
+            options=(Option("multiple", 1.0, 0.6),),
+            oracle="rprec_mult_of_order",
+        ),
+        Measure(
+            "relative_P",
+            "_r_precision.relative_precision",
+            "_r_precision.RELATIVE_PRECISION",
+            "binary",
+            "relevant documents in the top k over min(k, R)",
+            names=("relative_precision",),
+            trec=(TrecFamily("relative_P", "k", TREC_CUTOFFS),),
+            context=("num_relevant",),
+            oracle="relative_precision_of_order",
+        ),
+        # The set measures' k is trec_eval's -M: the retrieved set's size.
+        Measure(
+            "set_P",
+            "_set.set_precision",
+            "_set.SET_PRECISION",
+            "binary",
+            "relevant retrieved over retrieved",
+            names=("set_precision",),
+            trec=(TrecFamily("set_P"),),
+            oracle="set_p_of_order",
+        ),
+        Measure(
+            "set_recall",
+            "_set.set_recall",
+            "_set.SET_RECALL",
+            "binary",
+            "relevant retrieved over relevant",
+            trec=(TrecFamily("set_recall"),),
+            context=("num_relevant",),
+            oracle="set_recall_of_order",
+        ),
+        Measure(
+            "set_relative_P",
+            "_set.set_relative_precision",
+            "_set.SET_RELATIVE_PRECISION",
+            "binary",
+            "relevant retrieved over min(retrieved, relevant)",
+            names=("set_relative_precision",),
+            trec=(TrecFamily("set_relative_P"),),
+            context=("num_relevant",),
+            oracle="set_relative_p_of_order",
+        ),
+        Measure(
+            "set_map",
+            "_set.set_average_precision",
+            "_set.SET_AVERAGE_PRECISION",
+            "binary",
+            "set precision times set recall (unranked AP)",
+            names=("set_average_precision",),
+            trec=(TrecFamily("set_map"),),
+            context=("num_relevant",),
+            oracle="set_map_of_order",
+        ),
+        # Bare set_F is beta = 1.0 and prints as set_F; set_F.x prints set_F_x
+        # with x as written on the command line.
+        Measure(
+            "set_F",
+            "_set.set_f",
+            "_set.SET_F",
+            "binary",
+            "weighted harmonic mean of set precision and set recall",
+            names=("set_f",),
+            trec=(TrecFamily("set_F", "beta"),),
+            context=("num_relevant",),
+            options=(Option("beta", 1.0, 0.5),),
+            oracle="set_f_of_order",
+        ),
+        # utility.a,b,c,d gives all four coefficients as one value (one
+        # measure, printed utility_a,b,c,d); num_documents is trec_eval's -N,
+        # which the command line passes as 0 when absent, as trec_eval does.
+        Measure(
+            "utility",
+            "_set.utility",
+            "_set.UTILITY",
+            "binary",
+            "weighted sum of the retrieved/relevant contingency table",
+            trec=(TrecFamily("utility", "coefficients"),),
+            context=("num_relevant",),
+            options=(
+                Option("coefficients", (1.0, -1.0, 0.0, 0.0), (2.0, -1.0, -0.5, 0.0)),
+                Option("num_documents", None, 1000),
+            ),
+            oracle="utility_of_order",
+        ),
+        Measure(
+            "unj",
+            "_counts.unjudged",
+            "_counts.UNJUDGED",
+            "binary",
+            "unjudged documents in the top k, over k",
+            names=("unjudged",),
+            trec=(TrecFamily("unj", "k", (5, 10, 20)),),
+            context=("judged",),
+            oracle="unj_of_order",
+        ),
+        # rbp.p=x and rbp_resid.p=x set p by name (trec_eval's name=value
+        # pairs, printed rbp_p=x); bare rbp is p = 0.9. trec_eval reads no other pair for
+        # rbp_resid, and integer-named pairs for rbp set gains per level,
+        # which lodestar does not take.
+        Measure(
+            "rbp",
+            "_rbp.rank_biased_precision",
+            "_rbp.RANK_BIASED_PRECISION",
+            "graded",
+            "rank-biased precision of Moffat and Zobel",
+            names=("rank_biased_precision",),
+            trec=(TrecFamily("rbp", "p"),),
+            context=("max_label",),
+            options=(Option("p", 0.9, 0.5),),
+            oracle="rbp_of_order",
+        ),
+        Measure(
+            "rbp_resid",
+            "_rbp.rank_biased_precision_residual",
+            "_rbp.RANK_BIASED_PRECISION_RESIDUAL",
+            "binary",
+            "the most unjudged documents could add to RBP",
+            names=("rank_biased_precision_residual",),
+            trec=(TrecFamily("rbp_resid", "p"),),
+            context=("judged",),
+            options=(Option("p", 0.9, 0.5),),
+            oracle="rbp_resid_of_order",
+        ),
+        # Per query gm_map is average precision; trec_eval prints no -q line
+        # for it, and its all line is exp(mean(log(max(AP, MIN_GEO_MEAN))))
+        # over the evaluated queries (with -c: over every qrels query, a
+        # missing one counting MIN_GEO_MEAN). See MIN_GEO_MEAN.
+        Measure(
+            "gm_map",
+            "_average_precision.average_precision",
+            "_average_precision.AVERAGE_PRECISION",
+            "binary",
+            "average precision, averaged geometrically over queries",
+            trec=(TrecFamily("gm_map"),),
+            context=("num_relevant",),
+            aggregate="geometric",
+            oracle="ap_of_order",
         ),
     )
 }

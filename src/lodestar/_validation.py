@@ -467,3 +467,126 @@ def check_num_relevant(num_relevant, scores, segments, max_segments, *, caller: 
         if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
             raise ValueError(f"{caller} expects num_relevant to hold non-negative whole numbers.")
     return num_relevant
+
+
+def check_float_in_range(value, *, name: str, caller: str, low: float, high: float, closed: str):
+    """Return ``value`` as a float in an interval; refuse anything else.
+
+    Args:
+      value: The parameter's value.
+      name: The parameter's name, for the message.
+      caller: The public function's name, for the message.
+      low: The lower bound (``-math.inf`` for none).
+      high: The upper bound (``math.inf`` for none).
+      closed: Which bounds belong to the interval: ``"neither"``, ``"left"``,
+        ``"right"`` or ``"both"``, as in scikit-learn's ``Interval``.
+
+    Raises:
+      InvalidParameterError: ``value`` is a bool, not a real number, NaN, or
+        outside the interval, in scikit-learn's words ("The 'p' parameter of
+        rank_biased_precision must be a float in the range (0.0, 1.0). Got 2
+        instead.").
+    """
+    left_closed, right_closed = closed in ("left", "both"), closed in ("right", "both")
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if ok:
+        number = float(value)
+        above = number >= low if left_closed else number > low
+        below = number <= high if right_closed else number < high
+        ok = above and below
+    if not ok:
+        opening, closing = "[" if left_closed else "(", "]" if right_closed else ")"
+        interval = f"{opening}{_bound(low)}, {_bound(high)}{closing}"
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be a float in the range {interval}. "
+            f"Got {value!r} instead."
+        )
+    return float(value)
+
+
+def _bound(value: float) -> str:
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return repr(float(value))
+
+
+def check_int_or_none(value, *, name: str, caller: str, low: int):
+    """Return ``value`` as an int ``>= low``, or None; refuse anything else.
+
+    Raises:
+      InvalidParameterError: ``value`` is not None and not an int (a bool is
+        not) of at least ``low``.
+    """
+    if value is None:
+        return None
+    if not is_int(value) or value < low:
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be an int in the range "
+            f"[{low}, inf) or None. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def check_float_tuple(value, *, length: int, name: str, caller: str) -> tuple[float, ...]:
+    """Return ``value`` as a tuple of ``length`` finite floats; refuse anything else.
+
+    Raises:
+      InvalidParameterError: ``value`` is not a sequence (a string is not) of
+        exactly ``length`` finite real numbers (bools are not).
+    """
+    ok = isinstance(value, tuple | list | np.ndarray) and len(value) == length
+    ok = ok and all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) for v in value
+    )
+    if not ok:
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be a tuple of {length} finite floats. "
+            f"Got {value!r} instead."
+        )
+    return tuple(float(v) for v in value)
+
+
+def check_item_mask(mask, scores, *, name: str, caller: str):
+    """Check a per-item boolean mask such as ``judged``; return it as an array (or None).
+
+    Raises:
+      ValueError: ``mask`` is not boolean, or not of the shape of ``scores``.
+    """
+    if mask is None:
+        return None
+    mask = jnp.asarray(mask)
+    if mask.dtype != jnp.bool_:
+        raise ValueError(f"{caller} expects `{name}` to be a boolean mask; got dtype {mask.dtype}.")
+    if mask.shape != jnp.shape(scores):
+        raise ValueError(
+            f"{caller} expects `{name}` of the same shape as scores; got "
+            f"{name} {mask.shape} and scores {jnp.shape(scores)}."
+        )
+    return mask
+
+
+def check_per_list_values(values, scores, segments, max_segments, *, name: str, caller: str):
+    """Check a per-list array of non-negative reals (RBP's ``max_label``); return it as an array.
+
+    Its shape is the result's: the scores' batch shape, with ``max_segments``
+    appended for packed lists.
+
+    Raises:
+      ValueError: it is not real-valued or has another shape; on concrete
+        arrays, it holds NaN, infinity or a negative value.
+    """
+    values = _as_numeric_array(values, name=name, caller=caller)
+    batch = tuple(jnp.shape(scores)[:-1])
+    if segments is not None:
+        batch = (*batch, max_segments)
+    if None in batch or values.shape != batch:
+        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
+        raise ValueError(
+            f"{caller} expects {name} of shape {expected or batch} (one value per "
+            f"list) or a float; got {name} {values.shape}."
+        )
+    if is_concrete(values):
+        found = np.asarray(values, dtype=np.float64)
+        if not np.all(np.isfinite(found)) or np.any(found < 0):
+            raise ValueError(f"{caller} expects {name} to hold finite non-negative numbers.")
+    return values

@@ -66,6 +66,13 @@ bfloat16 computed in float32. Integer and boolean scores are ranked by value.
 """
 
 from lodestar.metrics._average_precision import average_precision as average_precision
+from lodestar.metrics._counts import (
+    num_nonrelevant_judged_retrieved as num_nonrelevant_judged_retrieved,
+)
+from lodestar.metrics._counts import num_relevant as num_relevant
+from lodestar.metrics._counts import num_relevant_retrieved as num_relevant_retrieved
+from lodestar.metrics._counts import num_retrieved as num_retrieved
+from lodestar.metrics._counts import unjudged as unjudged
 from lodestar.metrics._dcg import dcg as dcg
 from lodestar.metrics._dcg import ndcg as ndcg
 from lodestar.metrics._err import err as err
@@ -73,6 +80,16 @@ from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
 from lodestar.metrics._precision import precision as precision
 from lodestar.metrics._precision import recall as recall
+from lodestar.metrics._r_precision import r_precision as r_precision
+from lodestar.metrics._r_precision import relative_precision as relative_precision
+from lodestar.metrics._rbp import rank_biased_precision as rank_biased_precision
+from lodestar.metrics._rbp import rank_biased_precision_residual as rank_biased_precision_residual
+from lodestar.metrics._set import set_average_precision as set_average_precision
+from lodestar.metrics._set import set_f as set_f
+from lodestar.metrics._set import set_precision as set_precision
+from lodestar.metrics._set import set_recall as set_recall
+from lodestar.metrics._set import set_relative_precision as set_relative_precision
+from lodestar.metrics._set import utility as utility
 
 __all__ = [
     "average_precision",
@@ -83,4 +100,20 @@ __all__ = [
     "precision",
     "recall",
     "reciprocal_rank",
+    # Set measures, counts, R-precision and rank-biased precision (decision 0015).
+    "num_nonrelevant_judged_retrieved",
+    "num_relevant",
+    "num_relevant_retrieved",
+    "num_retrieved",
+    "r_precision",
+    "rank_biased_precision",
+    "rank_biased_precision_residual",
+    "relative_precision",
+    "set_average_precision",
+    "set_f",
+    "set_precision",
+    "set_recall",
+    "set_relative_precision",
+    "unjudged",
+    "utility",
 ]
