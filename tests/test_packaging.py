@@ -126,9 +126,7 @@ def test_the_version_is_written_once():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"]
     assert project["project"]["dynamic"] == ["version"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "lodestar.__version__"
-    }
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lodestar.__version__"}
     init = (ROOT / "src" / "lodestar" / "__init__.py").read_text()
     assert re.findall(r"^__version__ = \"(.+)\"$", init, re.MULTILINE) == [lodestar.__version__]
 
