@@ -50,9 +50,9 @@ the ratios, and re-run a suspicious row with ``--only``.
 
 Rax
 ---
-Rax 0.4.0 (the latest release): ``/work/venv/bin/pip install rax==0.4.0``. Its
-plain losses run under the installed jax, but its transformations
-(``rax.approx_t12n``) decorate with ``jax.util.wraps``, which recent jax
+Rax 0.4.0, the latest release, which the test extra pins
+(``pip install rax==0.4.0``). Its plain losses run under the installed jax, but
+its transformations (``rax.approx_t12n``) decorate with ``jax.util.wraps``, which recent jax
 removed, and fail with ``AttributeError: module 'jax' has no attribute
 'util'``. Exactly as ``tests/test_smooth.py`` does, this script therefore sets
 ``jax.util = types.SimpleNamespace(wraps=...)`` *only when* ``jax.util`` is

@@ -18,6 +18,8 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS / "_ext"))
 
+import lodestar  # noqa: E402  (autodoc imports it anyway; importing it is cheap)
+
 # The notebooks read this to shrink their data and training runs, so that the
 # docs build stays a few minutes long. Set before any kernel starts, which
 # inherits it.
@@ -26,15 +28,25 @@ os.environ.setdefault("LODESTAR_NOTEBOOK_QUICK", "1")
 project = "lodestar"
 author = "The lodestar authors"
 copyright = "2026, The lodestar authors"
+# Written once, in lodestar/__init__.py.
+release = lodestar.__version__
+version = release
 
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
+    # MathJax 3 from the sphinx-mathjax-offline package, copied into the site
+    # (_static/mathjax/) instead of loaded from a CDN: formulas render offline.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "myst_nb",
     "api_coverage",
+    # The measure table on the front page, from lodestar._registry.
+    "measure_table",
+    # Fails the build if a page or stylesheet loads anything from the network.
+    "offline_check",
 ]
 
 templates_path = ["_templates"]
@@ -91,6 +103,18 @@ html_title = "lodestar"
 html_theme_options = {
     "show_toc_level": 2,
     "navigation_with_keys": False,
+    # The primary sidebar has the search field; the header would repeat it.
+    "navbar_persistent": [],
+}
+# The version under the title, with a link to the highlighted source that
+# viewcode generates (there is no public repository to link to).
+html_sidebars = {
+    "**": [
+        "navbar-logo.html",
+        "lodestar-version.html",
+        "search-button-field.html",
+        "sbt-sidebar-nav.html",
+    ]
 }
 
 

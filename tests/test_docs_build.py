@@ -8,7 +8,12 @@ the docs extra. These checks need only the test extra, so they fail under
   example runs and prints what the page says (float32, the default without
   x64, as in the README);
 * the rule ``docs/_ext/api_coverage.py`` enforces during the build holds for
-  the package as it stands, and the rule does catch an omission.
+  the package as it stands, and the rule does catch an omission;
+* the scan ``docs/_ext/offline_check.py`` runs on the built site finds remote
+  scripts, stylesheets and fonts (a ``slow`` test builds the site and scans
+  it, where Sphinx is installed);
+* the benchmarks page's plots and tables are those
+  ``benchmarks/plot_results.py`` makes from ``benchmarks/results/``.
 """
 
 import doctest
@@ -103,3 +108,112 @@ def test_the_coverage_rule_names_each_missing_section():
         "Example (with a doctest)",
     ]
     assert api_coverage.missing_sections(complete) == []
+
+
+# -- The site loads nothing from the network ------------------------------------
+# docs/_ext/offline_check.py scans the built site at the end of every build;
+# these tests check the scan, and that the configuration it guards is in place.
+
+import offline_check  # noqa: E402  (found through the path above)
+
+
+def test_the_offline_check_finds_remote_scripts_stylesheets_and_fonts():
+    page = """
+    <link rel="stylesheet" href="_static/pygments.css">
+    <link rel="stylesheet" href="https://cdn.example.org/theme.css">
+    <link rel="canonical" href="https://example.org/index.html">
+    <script src="_static/mathjax/tex-chtml.js"></script>
+    <script defer="defer" src="https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js"></script>
+    <script src='//cdn.example.org/protocol-relative.js'></script>
+    <img src="https://example.org/logo.png" alt="">
+    <a href="https://doi.org/10.1145/582415.582418">a reference a reader follows</a>
+    <style>@import url("https://fonts.example.org/css?family=Roboto");</style>
+    """
+    assert offline_check.remote_resources(page) == [
+        "https://cdn.example.org/theme.css",
+        "https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js",
+        "//cdn.example.org/protocol-relative.js",
+        "https://example.org/logo.png",
+        "https://fonts.example.org/css?family=Roboto",
+    ]
+    stylesheet = "body { font: x; } @font-face { src: url(https://fonts.example.org/a.woff2); }"
+    assert offline_check.remote_resources(stylesheet) == ["https://fonts.example.org/a.woff2"]
+
+
+def test_the_offline_check_scans_every_page_and_stylesheet(tmp_path):
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "index.html").write_text('<script src="_static/local.js"></script>')
+    (tmp_path / "api.html").write_text('<script src="https://cdn.example.org/x.js"></script>')
+    (tmp_path / "_static" / "site.css").write_text("@import 'https://cdn.example.org/y.css';")
+    assert offline_check.site_problems(tmp_path) == [
+        "_static/site.css: https://cdn.example.org/y.css",
+        "api.html: https://cdn.example.org/x.js",
+    ]
+
+
+def test_the_site_bundles_mathjax_and_runs_the_offline_check():
+    conf = (DOCS / "conf.py").read_text()
+    assert '"sphinx-mathjax-offline"' in conf
+    assert '"offline_check"' in conf
+    assert "mathjax_path" not in conf, "the offline package sets mathjax_path to its own copy"
+
+
+@pytest.mark.slow
+def test_the_built_site_loads_nothing_from_the_network(tmp_path):
+    """Build the site without executing the notebooks, and scan it."""
+    pytest.importorskip("sphinx")
+    pytest.importorskip("myst_nb")
+    import subprocess
+
+    built = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-D", "nb_execution_mode=off"]
+        + [str(DOCS), str(tmp_path / "html")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert (tmp_path / "html" / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert offline_check.site_problems(tmp_path / "html") == []
+
+
+# -- The benchmark page's plots and tables come from the committed results ------
+
+BENCHMARKS = DOCS.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import plot_results  # noqa: E402  (found through the path above)
+
+
+@pytest.mark.parametrize("name", sorted(plot_results.plot_data()))
+def test_each_benchmark_plot_shows_the_committed_results(name):
+    """A PNG records a digest of its numbers; it must match the JSON it names."""
+    from PIL import Image
+
+    path = DOCS / "_static" / "benchmarks" / name
+    assert path.is_file(), f"run python benchmarks/plot_results.py to draw {name}"
+    with Image.open(path) as image:
+        recorded = image.text.get(plot_results.DIGEST_KEY)
+    expected = plot_results.digest(plot_results.plot_data()[name])
+    assert recorded == expected, f"{name} is stale: rerun python benchmarks/plot_results.py"
+
+
+def test_the_benchmark_plot_script_draws_every_plot(tmp_path):
+    assert plot_results.main(["--out", str(tmp_path)]) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(plot_results.plot_data())
+
+
+@pytest.mark.parametrize("name", sorted(plot_results.tables()))
+def test_each_benchmark_table_on_the_page_comes_from_the_results(name):
+    page = (DOCS / "benchmarks.md").read_text()
+    assert plot_results.tables()[name] in page, (
+        f"the {name} table of docs/benchmarks.md differs from "
+        "python benchmarks/plot_results.py --tables"
+    )
+
+
+def test_the_benchmark_page_names_its_results_files():
+    page = (DOCS / "benchmarks.md").read_text()
+    for source in plot_results.SOURCES.values():
+        assert f"benchmarks/results/{source}" in page
+        assert (BENCHMARKS / "results" / source).is_file()

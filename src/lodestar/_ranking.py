@@ -69,11 +69,11 @@ TOPK_ALWAYS_N = 384
 TOPK_MAX_K_XLA = 64
 # From this length on, the NDCG ideal orders the gains with one argsort
 # (descending_order) instead of a second counting pass; below it the pass is
-# cheaper (benchmarks: 22 ms against 39 ms at n = 100, 11 against 8 at n = 32).
+# cheaper. Decision 0004 (the ideal DCG) records the measurements.
 ORDER_BY_SORT_MIN_N = 64
 # XLA:CPU reduces a boolean comparison over a last axis of up to 32 elements
-# about 50x faster than over 33 or more, so comparisons are summed in slices of
-# this width (benchmarks/bench_engine.py shows the cliff).
+# much faster than over 33 or more, so comparisons are summed in slices of
+# this width. Decision 0004 records the cliff (benchmarks/bench_engine.py).
 _CHUNK = 32
 
 
@@ -372,9 +372,9 @@ def _host_sort_applies() -> bool:
 
 
 # The top values' callback keeps only k values of a row, so it can take larger
-# chunks than _host.CHUNK_ITEMS, which halve the cost of counting the k-th
-# value's run (the count steps through a chunk's columns) at the same sorting
-# speed.
+# chunks than _host.CHUNK_ITEMS, which make counting the k-th value's run
+# cheaper (the count steps through a chunk's columns) at the same sorting
+# speed. Decision 0012 (host callbacks) records the measurement.
 _TOP_CHUNK_ITEMS = 1 << 18
 
 
@@ -484,8 +484,8 @@ def largest_values(values: jax.Array, k: int) -> jax.Array:
     """The ``k`` largest values of each list, descending: ``lax.top_k``'s values.
 
     On CPU, where ``_host_sort_applies``, this is NumPy's sort behind
-    :func:`jax.pure_callback`: on 10,000x100 it takes about 1.3 ms against
-    10 ms for :func:`jax.lax.top_k` (decision 0012). Values pass through
+    :func:`jax.pure_callback`, which on CPU is much faster than
+    :func:`jax.lax.top_k`; decision 0012 records the timings. Values pass through
     ``stop_gradient``. Mask padding to the lowest value first.
 
     Args:
@@ -560,9 +560,9 @@ _KTH_RUN_STEPS = 4
 def _count_kth(ordered: np.ndarray, k: int) -> np.ndarray:
     """How many values of each ascending ``(rows, n)`` row equal its k-th largest.
 
-    A comparison and sum over whole rows costs about half a sort, so the run
-    is read outwards from the k-th largest, and only rows whose run continues
-    are read further.
+    A comparison and sum over whole rows costs a large part of a sort
+    (decision 0012), so the run is read outwards from the k-th largest, and
+    only rows whose run continues are read further.
     """
     n = ordered.shape[-1]
     kth = ordered[:, n - k]
@@ -641,8 +641,8 @@ def block_weighted_sum(
     every block starting before ``k`` holds one of the ``k`` largest values,
     so the blocks above the k-th value are read off the sorted top values, and
     one pass over the list sums the values of the items in them and of the
-    items at the k-th value, whose block may continue past the top ``k``. On
-    10,000x100 with k = 10 that takes DCG from about 7 to 3 ms (decision 0012).
+    items at the k-th value, whose block may continue past the top ``k``.
+    Decision 0012 records what this saves for DCG and NDCG with a cut-off.
 
     Args:
       scores: ``(..., n)`` scores; higher ranks first.
@@ -782,8 +782,9 @@ def _runs(top: jax.Array) -> tuple[jax.Array, jax.Array]:
 
     A run's first slot is the count of values above it and its past-last slot
     the count of values at or above it. Up to 32 slots, counting them pairwise
-    is about 3x faster than the running max and min XLA:CPU makes of
-    ``cummax`` and ``cummin``; beyond, the counts would cost k^2.
+    is faster than the running max and min XLA:CPU makes of ``cummax`` and
+    ``cummin`` (decision 0012 has the measurement); beyond, the counts would
+    cost k^2.
     """
     k = top.shape[-1]
     if k <= _CHUNK:

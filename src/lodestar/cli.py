@@ -232,7 +232,7 @@ def _is_measure(token: str) -> bool:
     return True
 
 
-def split_measures(argv: list[str]) -> list[str]:
+def _split_measures(argv: list[str]) -> list[str]:
     """``-m a b c FILE`` as ``-m a -m b -m c FILE``: names after ``-m`` stop at a non-name.
 
     trec_eval takes one name per ``-m`` and its files anywhere; lodestar also
@@ -312,7 +312,7 @@ def _write_table(out, query_ids, requests, results, *, per_query: bool) -> None:
     write(b"".join(lines))
 
 
-def json_key(qid: bytes) -> str:
+def _json_key(qid: bytes) -> str:
     """A query id as a JSON key: its UTF-8 text, other bytes as lone surrogates.
 
     ``surrogateescape`` is one-to-one, so distinct ids stay distinct keys, and
@@ -329,7 +329,7 @@ def _write_json(out, query_ids, requests, results, *, per_query: bool, options: 
     }
     if per_query:
         document["per_query"] = {
-            json_key(qid): {r.name: float(results[r.name][index]) for r in requests}
+            _json_key(qid): {r.name: float(results[r.name][index]) for r in requests}
             for index, qid in enumerate(query_ids)
         }
     out.write(json.dumps(document, indent=2) + "\n")
@@ -457,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         try:
-            args = _parser().parse_args(split_measures(argv))
+            args = _parser().parse_args(_split_measures(argv))
         except SystemExit as done:  # --help and --version print, then exit
             return int(done.code or 0)
         return _run_evaluate(args, sys.stdout)
@@ -519,7 +519,17 @@ def console() -> None:
     JAX loads on a thread while the files are read. A closed pipe
     (``lodestar evaluate ... | head -1``) ends the program quietly, as it ends
     trec_eval; Ctrl-C exits with status 130 and one line instead of a
-    traceback.
+    traceback. It sets float64 and JAX's persistent compilation cache for its
+    own process, which :func:`main` never does.
+
+    Returns:
+      Never: it exits the process with :func:`main`'s status (130 when
+      interrupted).
+
+    Example:
+      The console script ``lodestar`` and ``python -m lodestar`` call it::
+
+        $ lodestar evaluate --example -m P@2
     """
     import signal
     import threading

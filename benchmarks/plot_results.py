@@ -1,0 +1,382 @@
+"""Plots and tables of the committed benchmark results, for docs/benchmarks.md.
+
+Every number on the benchmarks page comes from a JSON file in
+``benchmarks/results/``; this script is where it is read. It draws the
+speed-up plots into ``docs/_static/benchmarks/`` and prints the page's tables
+as Markdown::
+
+    python benchmarks/plot_results.py            # write the PNGs, print the tables
+    python benchmarks/plot_results.py --tables   # print the tables only
+
+A speed-up is the competitor's time over lodestar's, measured in one process:
+above 1, lodestar is faster. Each PNG records a digest of the numbers it shows
+(a PNG text chunk), and ``tests/test_docs_build.py`` recomputes it from
+the JSON and checks that each table printed here appears on the page. So after
+committing new results, point ``SOURCES`` at them, rerun this script, paste
+its tables into the page and commit the PNGs.
+
+It needs matplotlib, and neither JAX nor lodestar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PLOTS = ROOT / "docs" / "_static" / "benchmarks"
+
+# The results each part of the page shows.
+SOURCES = {
+    "exact": "cpu_exact_20261201.json",
+    "exact_large": "cpu_exact_20261130_large.json",
+    "smooth": "cpu_smooth_20261201.json",
+    "smooth_earlier": "cpu_smooth_20261130.json",
+}
+DIGEST_KEY = "lodestar-data-digest"
+
+
+def load(kind: str) -> dict:
+    """The JSON file behind one part of the page."""
+    return json.loads((RESULTS / SOURCES[kind]).read_text())
+
+
+def speedup(competitor_ms, lodestar_ms) -> float | None:
+    """Competitor time over lodestar time; None where either is missing."""
+    if competitor_ms is None or lodestar_ms is None or lodestar_ms <= 0:
+        return None
+    return competitor_ms / lodestar_ms
+
+
+def shape_of(row: dict) -> str:
+    return f"{row['batch']:,}×{row['n']:,}"
+
+
+def _metric_label(row: dict) -> str:
+    label = row["metric"]
+    if row.get("k") is not None and row["k"] >= row["n"]:
+        label += " (k ≥ n)"
+    return label
+
+
+# --------------------------------------------------------------------------
+# The data each plot and table shows
+# --------------------------------------------------------------------------
+
+
+def exact_series(report: dict) -> list[dict]:
+    """Per timed row: its shape, metric, engine, time, speed-ups and peak memory."""
+    series = []
+    for row in report["results"]:
+        if row.get("lodestar_ms") is None:
+            continue
+        series.append(
+            {
+                "shape": shape_of(row),
+                "metric": _metric_label(row),
+                "engine": row["engine"],
+                "lodestar_ms": row["lodestar_ms"],
+                "vs_jnp_sort": speedup(row.get("sort_ms"), row["lodestar_ms"]),
+                "vs_np_sort": speedup(row.get("np_sort_ms"), row["lodestar_ms"]),
+                "vs_rax": speedup(row.get("rax_ms"), row["lodestar_ms"]),
+                "vs_sklearn": speedup(row.get("sklearn_ms"), row["lodestar_ms"]),
+                "peak_over_input": row.get("peak_over_input"),
+            }
+        )
+    return series
+
+
+def memory_series(report: dict) -> list[dict]:
+    """Per compiled-only row: lodestar's and Rax's peak over the input's bytes."""
+    series = []
+    for row in report.get("memory_only", []):
+        rax = row.get("rax_peak_bytes")
+        series.append(
+            {
+                "shape": shape_of(row),
+                "metric": row["metric"],
+                "input_mb": row["input_bytes"] / 1e6,
+                "lodestar_peak_mb": row["peak_bytes"] / 1e6,
+                "lodestar_over_input": row["peak_bytes"] / row["input_bytes"],
+                "rax_over_input": None if rax is None else rax / row["input_bytes"],
+            }
+        )
+    return series
+
+
+def smooth_series(report: dict) -> list[dict]:
+    """Per loss and shape: lodestar's and Rax's time, and the speed-up."""
+    return [
+        {
+            "shape": shape_of(row),
+            "loss": row["loss"],
+            "lodestar_ms": row["lodestar_ms"],
+            "rax_ms": row.get("rax_ms"),
+            "vs_rax": speedup(row.get("rax_ms"), row["lodestar_ms"]),
+        }
+        for row in report["results"]
+    ]
+
+
+def digest(data) -> str:
+    """A short digest of the numbers a plot shows, rounded so float noise cannot move it."""
+
+    def rounded(value):
+        if isinstance(value, float):
+            return float(f"{value:.6g}")
+        if isinstance(value, dict):
+            return {key: rounded(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [rounded(item) for item in value]
+        return value
+
+    text = json.dumps(rounded(data), sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------
+
+
+def _ratio(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.1f}" if value >= 1 else f"{value:.2f}"
+
+
+def exact_table(series: list[dict]) -> str:
+    lines = [
+        "| shape | metric | engine | lodestar ms | vs jnp.sort | vs np.sort "
+        "| vs Rax | vs scikit-learn | peak × input |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in series:
+        peak = "—" if r["peak_over_input"] is None else f"{r['peak_over_input']:.2f}"
+        lines.append(
+            f"| {r['shape']} | {r['metric']} | {r['engine']} | {_ms(r['lodestar_ms'])} "
+            f"| {_ratio(r['vs_jnp_sort'])} | {_ratio(r['vs_np_sort'])} | {_ratio(r['vs_rax'])} "
+            f"| {_ratio(r['vs_sklearn'])} | {peak} |"
+        )
+    return "\n".join(lines)
+
+
+def large_table(series: list[dict]) -> str:
+    lines = [
+        "| shape | metric | engine | lodestar ms | vs jnp.sort | vs np.sort | peak × input |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in series:
+        lines.append(
+            f"| {r['shape']} | {r['metric']} | {r['engine']} | {_ms(r['lodestar_ms'])} "
+            f"| {_ratio(r['vs_jnp_sort'])} | {_ratio(r['vs_np_sort'])} "
+            f"| {r['peak_over_input']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def memory_table(series: list[dict]) -> str:
+    shapes = list(dict.fromkeys(r["shape"] for r in series))
+    by = {(r["shape"], r["metric"]): r for r in series}
+    metrics = list(dict.fromkeys(r["metric"] for r in series))
+    header = "| metric | " + " | ".join(f"{s}: lodestar | {s}: Rax" for s in shapes) + " |"
+    lines = [header, "|---|" + "---:|---:|" * len(shapes)]
+    for metric in metrics:
+        cells = []
+        for shape in shapes:
+            r = by.get((shape, metric))
+            if r is None:
+                cells += ["—", "—"]
+                continue
+            rax = r["rax_over_input"]
+            cells += [
+                f"{r['lodestar_over_input']:.2f}",
+                "—" if rax is None else f"{rax:,.1f}" if rax < 100 else f"{rax:,.0f}",
+            ]
+        lines.append(f"| {metric} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+SMOOTH_NAMES = {
+    "lambda": "lambda (against Rax's LambdaRank weights only)",
+    "lambda_full": "lambda (against Rax with the same NDCG-Loss2++ weights)",
+    "ranks_permutahedron": "permutahedron soft ranks (Rax has none)",
+}
+
+
+SHORT_SMOOTH_NAMES = {
+    "lambda": "lambda\n(vs LambdaRank weights)",
+    "lambda_full": "lambda\n(vs the same weights)",
+}
+
+
+def smooth_table(series: list[dict], earlier: list[dict]) -> str:
+    before = {(r["shape"], r["loss"]): r["vs_rax"] for r in earlier}
+    lines = [
+        "| shape | loss | lodestar ms | Rax ms | vs Rax | vs Rax, earlier run |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in series:
+        rax = "—" if r["rax_ms"] is None else _ms(r["rax_ms"])
+        name = SMOOTH_NAMES.get(r["loss"], r["loss"])
+        lines.append(
+            f"| {r['shape']} | {name} | {_ms(r['lodestar_ms'])} | {rax} | {_ratio(r['vs_rax'])} "
+            f"| {_ratio(before.get((r['shape'], r['loss'])))} |"
+        )
+    return "\n".join(lines)
+
+
+def tables() -> dict[str, str]:
+    """Every table of the benchmarks page, by name."""
+    exact = load("exact")
+    return {
+        "exact": exact_table(exact_series(exact)),
+        "memory": memory_table(memory_series(exact)),
+        "exact_large": large_table(exact_series(load("exact_large"))),
+        "smooth": smooth_table(
+            smooth_series(load("smooth")), smooth_series(load("smooth_earlier"))
+        ),
+    }
+
+
+# --------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------
+
+
+def plot_data() -> dict[str, dict]:
+    """What each PNG shows, by file name."""
+    exact = exact_series(load("exact"))
+    earlier = {(r["shape"], r["loss"]): r["vs_rax"] for r in smooth_series(load("smooth_earlier"))}
+    smooth = [
+        {**r, "vs_rax_earlier": earlier.get((r["shape"], r["loss"]))}
+        for r in smooth_series(load("smooth"))
+        if r["vs_rax"] is not None
+    ]
+    return {
+        "exact_speedups.png": {"source": SOURCES["exact"], "rows": exact},
+        "smooth_speedups.png": {
+            "source": f"{SOURCES['smooth']}, {SOURCES['smooth_earlier']}",
+            "rows": smooth,
+        },
+    }
+
+
+def _bars(ax, labels, columns, title, *, log=True):
+    """Horizontal bars of speed-ups, one group per label, with a line at 1."""
+    import numpy as np
+
+    height = 0.8 / len(columns)
+    positions = np.arange(len(labels))
+    for index, (name, values, color) in enumerate(columns):
+        shown = [math.nan if v is None else v for v in values]
+        ax.barh(
+            positions + (index - (len(columns) - 1) / 2) * height,
+            shown,
+            height=height,
+            label=name,
+            color=color,
+        )
+    ax.axvline(1.0, color="black", linewidth=1)
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(5e-3, 2e3)
+    ax.set_yticks(positions, labels, fontsize=8)
+    if not ax.yaxis_inverted():  # axes sharing y share the inversion
+        ax.invert_yaxis()
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", which="both", alpha=0.3)
+
+
+def draw(name: str, data: dict, path: Path) -> None:
+    """Draw one PNG, recording the digest of its data in the file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = data["rows"]
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    if name == "exact_speedups.png":
+        fig, axes = plt.subplots(
+            1, len(shapes), figsize=(5.2 * len(shapes), 7.5), layout="constrained", sharex=True
+        )
+        for ax, shape in zip(axes, shapes, strict=True):
+            part = [r for r in rows if r["shape"] == shape]
+            _bars(
+                ax,
+                [r["metric"] for r in part],
+                [
+                    ("vs scikit-learn", [r["vs_sklearn"] for r in part], "tab:orange"),
+                    ("vs Rax", [r["vs_rax"] for r in part], "tab:green"),
+                    ("vs one jnp.sort", [r["vs_jnp_sort"] for r in part], "tab:blue"),
+                ],
+                f"{shape} (lists × items)",
+            )
+            ax.set_xlabel("speed-up: their time / lodestar's")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=9)
+        fig.suptitle(
+            "Exact metrics on CPU, float32, tied scores: speed-ups above 1 mean lodestar is "
+            f"faster ({data['source']})"
+        )
+    else:
+        fig, axes = plt.subplots(
+            1,
+            len(shapes),
+            figsize=(4 + 3.5 * len(shapes), 3.8),
+            layout="constrained",
+            sharex=True,
+            sharey=True,
+        )
+        for ax, shape in zip(axes, shapes, strict=True):
+            part = [r for r in rows if r["shape"] == shape]
+            _bars(
+                ax,
+                [SHORT_SMOOTH_NAMES.get(r["loss"], r["loss"]) for r in part],
+                [
+                    (SOURCES["smooth"], [r["vs_rax"] for r in part], "tab:green"),
+                    (SOURCES["smooth_earlier"], [r["vs_rax_earlier"] for r in part], "tab:gray"),
+                ],
+                f"{shape} (lists × items)",
+                log=False,
+            )
+            ax.set_xlabel("speed-up: Rax's time / lodestar's\n(> 1: lodestar faster)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=9)
+        fig.suptitle("Losses, value and gradient, on CPU: two runs")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80, metadata={DIGEST_KEY: digest(data), "Software": None})
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", action="store_true", help="print the tables only")
+    parser.add_argument("--out", type=Path, default=PLOTS, help=f"where the PNGs go ({PLOTS})")
+    args = parser.parse_args(argv)
+    if not args.tables:
+        for name, data in plot_data().items():
+            draw(name, data, args.out / name)
+            print(f"wrote {args.out / name}")
+    for name, table in tables().items():
+        print(f"\n<!-- table: {name} -->\n{table}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
