@@ -34,6 +34,8 @@ from lodestar._trec import names as _names
 from lodestar._trec import read as _read
 from lodestar._trec.batches import plan
 
+__all__ = ["main"]
+
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
 # Progress is shown on a terminal once a stage has taken this long.
 _PROGRESS_AFTER_SECONDS = 1.0
@@ -526,10 +528,7 @@ def console() -> None:
       Never: it exits the process with :func:`main`'s status (130 when
       interrupted).
 
-    Example:
-      The console script ``lodestar`` and ``python -m lodestar`` call it::
-
-        $ lodestar evaluate --example -m P@2
+    The console script ``lodestar`` and ``python -m lodestar`` call it.
     """
     import signal
     import threading
