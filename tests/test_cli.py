@@ -358,10 +358,16 @@ def test_results_do_not_depend_on_batching(tmp_path):
     whole = trec_evaluate.evaluate(joined, requests, definitions, max_grade=2)
     steps = []
     split = trec_evaluate.evaluate(
-        joined, requests, definitions, max_grade=2, batch_items=64, progress=steps.append
+        joined,
+        requests,
+        definitions,
+        max_grade=2,
+        batch_items=64,
+        progress=lambda done, total: steps.append((done, total)),
     )
     plan = batches.plan(joined.retrieved.lengths, batch_items=64)
-    assert len(steps) == sum(b.batches for b in plan) > 5
+    total = sum(b.batches for b in plan)
+    assert total > 5 and steps == [(i, total) for i in range(total + 1)]
     for name in whole:
         np.testing.assert_allclose(split[name], whole[name], rtol=0, atol=TOLERANCE)
 
@@ -422,9 +428,10 @@ def test_progress_bar_only_when_wanted():
     ]:
         stream = Stream(tty)
         progress = _Progress(mode=mode, stream=stream)
-        progress.begin("evaluating", 4)
-        progress(1)
-        progress(3)
+        progress.begin("evaluating")
+        progress(0, 4)
+        progress(1, 4)
+        progress(4, 4)
         progress.close()
         assert ("4/4 batches" in stream.text) is drawn, mode
         assert stream.text.endswith("\n") is drawn

@@ -16,6 +16,9 @@ The public surface:
 * :mod:`lodestar.stats`: significance tests over per-query scores (paired
   t-test, Fisher's randomization test, the paired bootstrap), Holm and
   Bonferroni corrections, and the superscript report comparing several runs.
+* :func:`lodestar.evaluate` and :func:`lodestar.compare` (in
+  :mod:`lodestar.evaluation`): TREC runs scored and compared from Python, from
+  files, dicts, DataFrames or Arrow tables, exactly as ``lodestar evaluate``.
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from lodestar import datasets as datasets
+    from lodestar import evaluation as evaluation
     from lodestar import losses as losses
     from lodestar import metrics as metrics
     from lodestar import sklearn as sklearn
@@ -38,12 +42,19 @@ if TYPE_CHECKING:
     from lodestar import streaming as streaming
     from lodestar._validation import InvalidParameterError as InvalidParameterError
     from lodestar._validation import value_checks_under_jit as value_checks_under_jit
+    from lodestar.evaluation import Evaluation as Evaluation
+    from lodestar.evaluation import compare as compare
+    from lodestar.evaluation import evaluate as evaluate
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "Evaluation",
     "InvalidParameterError",
+    "compare",
     "datasets",
+    "evaluate",
+    "evaluation",
     "losses",
     "metrics",
     "sklearn",
@@ -53,13 +64,25 @@ __all__ = [
     "value_checks_under_jit",
 ]
 
-_SUBMODULES = {"datasets", "losses", "metrics", "sklearn", "smooth", "stats", "streaming"}
+_SUBMODULES = {
+    "datasets",
+    "evaluation",
+    "losses",
+    "metrics",
+    "sklearn",
+    "smooth",
+    "stats",
+    "streaming",
+}
+_FROM_EVALUATION = {"Evaluation", "compare", "evaluate"}
 _FROM_VALIDATION = {"InvalidParameterError", "value_checks_under_jit"}
 
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
         return importlib.import_module(f"lodestar.{name}")
+    if name in _FROM_EVALUATION:
+        return getattr(importlib.import_module("lodestar.evaluation"), name)
     if name in _FROM_VALIDATION:
         return getattr(importlib.import_module("lodestar._validation"), name)
     raise AttributeError(f"module 'lodestar' has no attribute {name!r}")

@@ -28,11 +28,11 @@ import sys
 import time
 from importlib import resources
 
+from lodestar import evaluation
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
-from lodestar._trec.batches import plan
 
 __all__ = ["main"]
 
@@ -69,8 +69,8 @@ class _Progress:
         self.started = time.monotonic()
         self._draw()
 
-    def __call__(self, steps: int) -> None:
-        self.done += steps
+    def __call__(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
         self._draw()
 
     def _draw(self) -> None:
@@ -379,28 +379,19 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         run = _open(args.run, _read.read_run)
         if args.single_precision:
             _check_single_precision(run)
-        progress.begin("joining")
-        joined = _join.join(
-            qrels,
-            run,
-            complete=args.complete,
-            docno_order=args.ignore_ties,
-            single_precision=args.single_precision,
-        )
-        max_grade = int(qrels.values.max(initial=0))
-        del qrels, run
-        _note_dropped(joined, args.complete)
-        if not joined.query_ids:
-            raise ValueError(
-                "no query is in both the qrels and the run, so there is nothing to evaluate"
-            )
-        total = sum(bucket.batches for bucket in plan(joined.retrieved.lengths))
         progress.begin("loading JAX")
         _wait_for_jax()
-        progress.begin("evaluating", total)
-        results = _evaluate.evaluate(
-            joined, requests, definitions, max_grade=max_grade, progress=progress
+        progress.begin("evaluating")
+        joined, results = evaluation.run_joined(
+            qrels,
+            run,
+            requests,
+            definitions,
+            complete=args.complete,
+            single_precision=args.single_precision,
+            progress=progress,
         )
+        _note_dropped(joined, args.complete)
     finally:
         progress.close()
     if args.json:

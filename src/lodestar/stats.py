@@ -176,7 +176,7 @@ class BootstrapResult(NamedTuple):
 
 def _check_int(value, *, name: str, caller: str, low: int, high: int | None = None) -> int:
     """Return ``value`` as an int in ``[low, high]``; refuse bools, floats and the rest."""
-    if not _validation._is_int(value) or value < low or (high is not None and value > high):
+    if not _validation.is_int(value) or value < low or (high is not None and value > high):
         upper = "inf)" if high is None else f"{high}]"
         raise InvalidParameterError(
             f"The '{name}' parameter of {caller} must be an int in the range "

@@ -99,7 +99,7 @@ def evaluate(
     *,
     max_grade: int,
     batch_items: int = _batches.BATCH_ITEMS,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Each request's value for every evaluated query, in ``joined.query_ids`` order.
 
@@ -110,7 +110,8 @@ def evaluate(
       max_grade: The largest relevance in the whole qrels (ERR's default top
         grade).
       batch_items: Items (rows times padded width) per padded batch.
-      progress: Called with the number of batches done after each one.
+      progress: Called as ``progress(done, total)`` with the number of
+        batches done and in all, before the first batch and after each one.
 
     Returns:
       float64 ``(queries,)`` per request name. A query with no relevant
@@ -162,8 +163,12 @@ def evaluate(
     n_queries = len(joined.query_ids)
     results = {r.name: np.zeros(n_queries) for r in requests}
     names = ("score", "label", "relevant", "judged", "pooled")
+    plan = _batches.plan(retrieved.lengths, batch_items=batch_items)
+    total, done = sum(bucket.batches for bucket in plan), 0
+    if progress is not None:
+        progress(done, total)
     with jax.enable_x64(True):
-        for bucket in _batches.plan(retrieved.lengths, batch_items=batch_items):
+        for bucket in plan:
             for batch in _batches.batches(per_item, bucket, names):
                 rows = len(batch.queries)
                 context = {"relevant": batch.items["relevant"]}
@@ -201,8 +206,9 @@ def evaluate(
                 )
                 for request, value in zip(requests, values, strict=True):
                     results[request.name][batch.queries] = np.asarray(value)[:rows]
+                done += 1
                 if progress is not None:
-                    progress(1)
+                    progress(done, total)
     return results
 
 

@@ -303,14 +303,16 @@ def _read_lines(name: str, data: bytes, *, qrels: bool) -> TrecFile:
     )
 
 
-def _numbers(path: str, tokens: list[bytes], lines: np.ndarray, *, kind: type, what: str):
+def _numbers(
+    path: str, tokens: list[bytes], lines: np.ndarray, *, kind: type, what: str, field=True
+):
     """Parse ``tokens`` as ``kind`` (int or float) in bulk; word the first failure.
 
     Python's ``int`` and ``float`` also accept ``1_000``, which C's ``atol`` and
     ``atof`` (and so trec_eval) read as 1, so digit separators are refused.
     """
     dtype = np.int64 if kind is int else np.float64
-    field = "field 4" if kind is int else "field 5"
+    where = (" (field 4)" if kind is int else " (field 5)") if field else ""
     try:
         if b"_" in b" ".join(tokens):
             raise ValueError
@@ -325,7 +327,67 @@ def _numbers(path: str, tokens: list[bytes], lines: np.ndarray, *, kind: type, w
         except (ValueError, OverflowError):
             number = None
         if number is None or (kind is float and not np.isfinite(number)):
-            raise refuse(path, int(line), f"expected {what} ({field}), got {show(token)!r}")
+            raise refuse(path, int(line), f"expected {what}{where}, got {show(token)!r}")
         if kind is int and abs(number) >= 2**63:
             raise refuse(path, int(line), f"relevance {show(token)} is out of range")
     raise AssertionError("unreachable: bulk parse failed but no token did")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------
+# In-memory sources: dicts, DataFrames, Arrow tables
+# --------------------------------------------------------------------------
+
+
+def _identifier(value, *, what: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape")
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        return str(int(value)).encode()
+    raise TypeError(f"{what} must be str, bytes or int; got {type(value).__name__} {value!r}")
+
+
+def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) -> TrecFile:
+    """A :class:`TrecFile` from parallel sequences of query ids, docnos and values.
+
+    Ids may be ``str`` (UTF-8), ``bytes`` or integers. Values are checked as
+    the files' are: an integer relevance, a finite score. Records are
+    numbered from 1 in messages, as lines are.
+
+    Raises:
+      ValueError: a value is refused (the message names ``name`` and the
+        record).
+      TypeError: an id is of another type.
+    """
+    qid_bytes = [_identifier(q, what="query ids") for q in qids]
+    docno_bytes = [_identifier(d, what="document ids") for d in docnos]
+    if not (len(qid_bytes) == len(docno_bytes) == len(values)):
+        raise ValueError(f"{name}: query ids, document ids and values differ in length")
+    raw = np.asarray(values)
+    lines = np.arange(1, len(qid_bytes) + 1, dtype=np.int64)
+    if raw.dtype.kind in "iub" or (qrels and raw.dtype.kind == "f" and len(raw) == 0):
+        parsed = raw.astype(np.int64 if qrels else np.float64)
+    elif raw.dtype.kind == "f" and not qrels:
+        parsed = raw.astype(np.float64)
+    else:
+        parsed = None
+    if parsed is None or (not qrels and not np.isfinite(parsed).all()):
+        what = "an integer relevance" if qrels else "a finite number as the score"
+        tokens = [str(v).encode() for v in values]
+        parsed = _numbers(name, tokens, lines, kind=int if qrels else float, what=what, field=False)
+    query_ids = list(dict.fromkeys(qid_bytes))
+    query_code = dict(zip(query_ids, range(len(query_ids)), strict=True))
+    vocabulary = list(dict.fromkeys(docno_bytes))
+    docno_code = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
+    return TrecFile(
+        name,
+        np.fromiter(map(query_code.__getitem__, qid_bytes), np.int32, len(qid_bytes)),
+        query_ids,
+        np.fromiter(map(docno_code.__getitem__, docno_bytes), np.int32, len(docno_bytes)),
+        pa.array(vocabulary, pa.binary()),
+        parsed,
+        None if qrels else (_identifier(runid, what="run ids") if runid is not None else None),
+        lines,
+        b"",
+    )

@@ -1,0 +1,368 @@
+"""Evaluating and comparing runs from Python: files, dicts, DataFrames or Arrow tables.
+
+:func:`evaluate` scores a run against its qrels and :func:`compare` tests
+several runs against each other, with the same reader, join and kernels as
+``lodestar evaluate``, so the numbers are the command line's, bitwise. A run
+or qrels can be:
+
+* a path to a TREC file (plain or gzip);
+* nested dicts, as pytrec_eval and ranx take them: ``{qid: {docno: score}}``
+  for a run and ``{qid: {docno: relevance}}`` for qrels;
+* a pandas DataFrame or a pyarrow Table with columns ``q_id`` and ``doc_id``,
+  and ``score`` (a run) or ``relevance`` (qrels; ``score`` is accepted too),
+  as ranx names them.
+
+Ids may be ``str``, ``bytes`` or integers. The conventions are the command
+line's (``docs/cli.md``): only queries in both the qrels and the run are
+evaluated, unless ``complete`` evaluates every qrels query (one missing from
+the run scores 0); unjudged documents are not relevant; a query with no
+relevant document scores 0 and stays in the mean; tied scores are averaged
+over every order unless ``ignore_ties``.
+
+>>> import lodestar
+>>> qrels = {"q1": {"d1": 1, "d2": 0, "d3": 2}, "q2": {"d1": 1}}
+>>> run = {"q1": {"d1": 0.9, "d2": 0.8, "d3": 0.8}, "q2": {"d1": 0.1, "d4": 0.5}}
+>>> result = lodestar.evaluate(qrels, run, ["mrr", "P@2"])
+>>> result.mean
+{'mrr': 0.75, 'P@2': 0.625}
+>>> result.per_query["q2"]
+{'mrr': 0.5, 'P@2': 0.5}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from lodestar._trec import evaluate as _evaluate
+from lodestar._trec import join as _join
+from lodestar._trec import names as _names
+from lodestar._trec import read as _read
+
+__all__ = ["Evaluation", "compare", "evaluate"]
+
+DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """The values of one run: per query, and over the queries.
+
+    Attributes:
+      query_ids: The evaluated queries, in byte order of their ids (the
+        command line's order). Ids that are not valid UTF-8 keep their other
+        bytes as lone surrogates (``str.encode("utf-8", "surrogateescape")``
+        gives the bytes back).
+      values: Per measure name, the per-query values, float64
+        ``(queries,)`` in ``query_ids`` order.
+      mean: Per measure name, the value over the queries as trec_eval
+        computes its ``all`` line: the mean, or the sum for counts
+        (``num_ret``), or the geometric mean for ``gm_map``.
+      options: The options the run was evaluated with.
+      missing_from_run: Queries of the qrels with no document in the run.
+      missing_from_qrels: Queries of the run with no judgment.
+    """
+
+    query_ids: tuple[str, ...]
+    values: Mapping[str, np.ndarray]
+    mean: dict[str, float]
+    options: dict[str, Any]
+    missing_from_run: tuple[str, ...] = ()
+    missing_from_qrels: tuple[str, ...] = ()
+
+    @property
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """``{query: {measure: value}}``."""
+        return {
+            qid: {name: float(values[i]) for name, values in self.values.items()}
+            for i, qid in enumerate(self.query_ids)
+        }
+
+    def to_pandas(self):
+        """The per-query values as a pandas DataFrame: one row per query, one column per measure.
+
+        Raises:
+          ImportError: pandas is not installed.
+        """
+        import pandas as pd
+
+        frame = pd.DataFrame({name: np.asarray(v) for name, v in self.values.items()})
+        frame.index = pd.Index(list(self.query_ids), name="q_id")
+        return frame
+
+
+def _text(qid: bytes) -> str:
+    return qid.decode("utf-8", "surrogateescape")
+
+
+def _columns(table, *, qrels: bool, name: str):
+    """(qids, docnos, values) of a DataFrame or Arrow table with ranx's column names."""
+    columns = list(table.column_names) if hasattr(table, "column_names") else list(table.columns)
+    wanted = ("relevance", "score") if qrels else ("score",)
+    value = next((c for c in wanted if c in columns), None)
+    if "q_id" not in columns or "doc_id" not in columns or value is None:
+        raise ValueError(
+            f"{name} needs columns q_id, doc_id and {' or '.join(wanted)}; got {columns}"
+        )
+    if hasattr(table, "column_names"):  # pyarrow
+        return (table.column(c).to_pylist() for c in ("q_id", "doc_id", value))
+    return (table[c].tolist() for c in ("q_id", "doc_id", value))
+
+
+def _load(source, *, qrels: bool) -> _read.TrecFile:
+    """A qrels or run from a path, nested dicts, a DataFrame or an Arrow table."""
+    kind = "qrels" if qrels else "run"
+    if isinstance(source, str | os.PathLike):
+        return _read.read_qrels(source) if qrels else _read.read_run(source)
+    if isinstance(source, Mapping):
+        qids, docnos, values = [], [], []
+        for qid, documents in source.items():
+            if not isinstance(documents, Mapping):
+                raise TypeError(
+                    f"a {kind} dict maps each query id to a dict of document ids; "
+                    f"query {qid!r} maps to {type(documents).__name__}"
+                )
+            for docno, value in documents.items():
+                qids.append(qid)
+                docnos.append(docno)
+                values.append(value)
+        return _read.from_records(kind, qids, docnos, values, qrels=qrels)
+    if hasattr(source, "column_names") or hasattr(source, "columns"):
+        qids, docnos, values = _columns(source, qrels=qrels, name=kind)
+        return _read.from_records(kind, list(qids), list(docnos), list(values), qrels=qrels)
+    raise TypeError(
+        f"{kind} must be a path, a dict, a pandas DataFrame or a pyarrow Table; "
+        f"got {type(source).__name__}"
+    )
+
+
+def run_joined(
+    qrels_file: _read.TrecFile,
+    run_file: _read.TrecFile,
+    requests: Sequence[_names.Request],
+    definitions: _evaluate.Definitions,
+    *,
+    complete: bool,
+    single_precision: bool = False,
+    progress=None,
+):
+    """Join and evaluate, the steps the command line and :func:`evaluate` share.
+
+    Returns:
+      ``(joined, values)``: the :class:`~lodestar._trec.join.Joined` lists and
+      the per-query values per request name.
+
+    Raises:
+      ValueError: the input is refused, or no query is evaluated.
+    """
+    _evaluate.check_relevance(qrels_file, definitions)
+    joined = _join.join(
+        qrels_file,
+        run_file,
+        complete=complete,
+        docno_order=definitions.ignore_ties,
+        single_precision=single_precision,
+    )
+    if not joined.query_ids:
+        raise ValueError(
+            "no query is in both the qrels and the run, so there is nothing to evaluate"
+        )
+    max_grade = int(qrels_file.values.max(initial=0))
+    values = _evaluate.evaluate(
+        joined, requests, definitions, max_grade=max_grade, progress=progress
+    )
+    return joined, values
+
+
+def _requests(measures) -> list[_names.Request]:
+    if isinstance(measures, str):
+        measures = [measures]
+    return _names.parse_all(list(measures))
+
+
+def evaluate(
+    qrels,
+    run,
+    measures: str | Sequence[str] = DEFAULT_MEASURES,
+    *,
+    complete: bool = False,
+    ignore_ties: bool = False,
+    trec_eval: bool = False,
+    relevance_level: int = 1,
+    max_documents: int | None = None,
+) -> Evaluation:
+    """Score a run against its qrels: the command line's ``lodestar evaluate``, in Python.
+
+    Args:
+      qrels: The judgments: a path, ``{qid: {docno: relevance}}``, or a
+        DataFrame or Arrow table (``q_id``, ``doc_id``, ``relevance``).
+      run: The ranking: a path, ``{qid: {docno: score}}``, or a DataFrame or
+        Arrow table (``q_id``, ``doc_id``, ``score``).
+      measures: Measure names as the command line takes them (``"ndcg@10"``,
+        ``"map"``, trec_eval's ``"P.5,10"`` or ``"ndcg_cut_10"``).
+      complete: Evaluate every qrels query; one missing from the run scores 0
+        (trec_eval's ``-c``).
+      ignore_ties: Rank tied scores by descending document id, as trec_eval
+        does, instead of averaging over every order.
+      trec_eval: trec_eval's definitions (NDCG's ideal over every judged
+        document, AP and recall over every relevant one, negative judgments
+        read as unjudged); see ``docs/cli.md``.
+      relevance_level: A document is relevant to the binary measures when its
+        judgment is at least this (trec_eval's ``-l``).
+      max_documents: Only the first this many documents of each ranking count
+        (trec_eval's ``-M``).
+
+    Returns:
+      An :class:`Evaluation`: ``.mean``, ``.per_query``, ``.to_pandas()``.
+
+    Raises:
+      ValueError: an unknown measure; a malformed record (the message names
+        the file or source and the line or record); no query to evaluate.
+      TypeError: a source of another kind, or ids that are not str, bytes
+        or int.
+      OSError: a file cannot be read.
+
+    Example:
+      >>> import lodestar
+      >>> result = lodestar.evaluate(
+      ...     {"q1": {"a": 1, "b": 0}}, {"q1": {"a": 0.5, "b": 0.5}}, ["mrr", "map"]
+      ... )
+      >>> result.mean  # a and b tie: 1/1 and 1/2 are equally likely
+      {'mrr': 0.75, 'map': 0.75}
+
+    References:
+      Voorhees & Harman (eds.), *TREC: Experiment and Evaluation in
+      Information Retrieval*, MIT Press, 2005.
+    """
+    requests = _requests(measures)
+    if relevance_level is not None and not isinstance(relevance_level, int | np.integer):
+        raise TypeError(f"relevance_level must be an int; got {relevance_level!r}")
+    definitions = _evaluate.Definitions(
+        trec_eval=bool(trec_eval),
+        relevance_level=int(relevance_level),
+        ignore_ties=bool(ignore_ties),
+        max_documents=max_documents,
+    )
+    qrels_file = _load(qrels, qrels=True)
+    run_file = _load(run, qrels=False)
+    joined, values = run_joined(qrels_file, run_file, requests, definitions, complete=complete)
+    return Evaluation(
+        query_ids=tuple(_text(q) for q in joined.query_ids),
+        values={r.name: values[r.name] for r in requests},
+        mean={r.name: _evaluate.aggregate(r, values[r.name]) for r in requests},
+        options={
+            "measures": [r.name for r in requests],
+            "complete": bool(complete),
+            "ignore_ties": bool(ignore_ties),
+            "trec_eval": bool(trec_eval),
+            "relevance_level": int(relevance_level),
+            "max_documents": max_documents,
+        },
+        missing_from_run=tuple(_text(q) for q in joined.missing_from_run),
+        missing_from_qrels=tuple(_text(q) for q in joined.missing_from_qrels),
+    )
+
+
+def compare(
+    qrels,
+    runs: Mapping[str, Any] | Sequence[Any],
+    measures: str | Sequence[str] = ("ndcg@10", "map"),
+    *,
+    test: str = "t",
+    alpha: float = 0.05,
+    correction: str = "holm",
+    permutations: int = 100_000,
+    samples: int = 10_000,
+    seed: int = 0,
+    complete: bool = False,
+    ignore_ties: bool = False,
+    trec_eval: bool = False,
+    relevance_level: int = 1,
+):
+    """Evaluate several runs on the same queries and test every pair.
+
+    Each run is evaluated as :func:`evaluate` does, then
+    :func:`lodestar.stats.compare_scores` tests every pair of runs on every
+    measure, paired over the queries, with a correction across the pairs of
+    each measure. The queries are those every run was evaluated on: with
+    ``complete`` every qrels query (a query missing from a run scores 0);
+    otherwise the queries in the qrels and in every run.
+
+    Args:
+      qrels: The judgments, as :func:`evaluate` takes them.
+      runs: ``{name: run}``, or a sequence of runs (named by their path, or
+        ``run1``, ``run2``, ...); each as :func:`evaluate` takes it.
+      measures: Measure names, as :func:`evaluate` takes them.
+      test: ``"t"``, ``"randomization"`` or ``"bootstrap"``.
+      alpha: The significance level.
+      correction: ``"holm"``, ``"bonferroni"`` or ``"none"``.
+      permutations: Sign flips of the randomization test.
+      samples: Resamples of the bootstrap test.
+      seed: The seed of the randomization and bootstrap tests.
+      complete: As in :func:`evaluate`.
+      ignore_ties: As in :func:`evaluate`.
+      trec_eval: As in :func:`evaluate`.
+      relevance_level: As in :func:`evaluate`.
+
+    Returns:
+      A :class:`lodestar.stats.Comparison`; its ``queries`` is the number of
+      queries tested.
+
+    Raises:
+      ValueError: fewer than 2 runs, fewer than 2 common queries, or as
+        :func:`evaluate` and :func:`lodestar.stats.compare_scores` raise.
+
+    Example:
+      >>> import lodestar
+      >>> qrels = {f"q{i}": {"a": 1, "b": 0} for i in range(6)}
+      >>> good = {f"q{i}": {"a": 0.9, "b": 0.1} for i in range(6)}
+      >>> bad = {f"q{i}": {"a": 0.1, "b": 0.9} for i in range(6)}
+      >>> comparison = lodestar.compare(qrels, {"good": good, "bad": bad}, ["mrr"])
+      >>> comparison.better_than("good", "mrr")
+      ('bad',)
+
+    References:
+      Smucker, Allan & Carterette, "A comparison of statistical significance
+      tests for information retrieval evaluation", CIKM 2007.
+      https://doi.org/10.1145/1321440.1321528
+    """
+    from lodestar import stats
+
+    if not isinstance(runs, Mapping):
+        runs = {
+            (os.fspath(run) if isinstance(run, str | os.PathLike) else f"run{i + 1}"): run
+            for i, run in enumerate(runs)
+        }
+    if len(runs) < 2:
+        raise ValueError(f"compare needs at least 2 runs; got {len(runs)}")
+    options = dict(
+        complete=complete,
+        ignore_ties=ignore_ties,
+        trec_eval=trec_eval,
+        relevance_level=relevance_level,
+    )
+    evaluations = {name: evaluate(qrels, run, measures, **options) for name, run in runs.items()}
+    common = set.intersection(*(set(e.query_ids) for e in evaluations.values()))
+    queries = sorted(common, key=lambda q: q.encode("utf-8", "surrogateescape"))
+    if len(queries) < 2:
+        raise ValueError(
+            f"compare needs at least 2 queries evaluated in every run; got {len(queries)}"
+        )
+    scores = {}
+    for name, result in evaluations.items():
+        position = {q: i for i, q in enumerate(result.query_ids)}
+        rows = np.array([position[q] for q in queries])
+        scores[name] = {m: np.asarray(v)[rows] for m, v in result.values.items()}
+    return stats.compare_scores(
+        scores,
+        test=test,
+        alpha=alpha,
+        correction=correction,
+        permutations=permutations,
+        samples=samples,
+        seed=seed,
+    )

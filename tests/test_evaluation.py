@@ -1,0 +1,202 @@
+"""``lodestar.evaluate`` and ``lodestar.compare``: every kind of source, the command line's numbers.
+
+The Python API and ``lodestar evaluate`` share the reader, the join and the
+kernels, so their values must be **bitwise** equal. Against pytrec_eval
+(trec_eval's C code) with ``trec_eval=True, ignore_ties=True`` and distinct
+float32 scores: 1e-9 absolute per query, as in test_trec_eval_agreement.py.
+"""
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lodestar
+from lodestar import stats
+from lodestar.cli import main
+
+MEASURES = ["ndcg@10", "ndcg", "mrr", "map", "P@5", "recall@20", "err@10"]
+
+
+def generate(seed, *, queries=12, tied=True):
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for q in range(queries):
+        qid = f"q{q:02d}"
+        pool = [f"d{d}" for d in rng.choice(80, size=int(rng.integers(2, 60)), replace=False)]
+        qrels[qid] = {d: int(r) for d, r in zip(pool, rng.integers(0, 4, len(pool)), strict=True)}
+        retrieved = [d for d in pool if rng.random() < 0.7] + [f"x{i}" for i in range(5)]
+        scores = rng.integers(0, 6, len(retrieved)) / 5 if tied else rng.permutation(len(retrieved))
+        run[qid] = {d: float(s) for d, s in zip(retrieved, scores, strict=True)}
+    return qrels, run
+
+
+def write_trec(tmp_path, qrels, run):
+    qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
+    qrels_path.write_text(
+        "".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items())
+    )
+    run_path.write_text(
+        "".join(f"{q} Q0 {d} 1 {s!r} tag\n" for q, docs in run.items() for d, s in docs.items())
+    )
+    return str(qrels_path), str(run_path)
+
+
+def frames(qrels, run):
+    rows_q = [(q, d, r) for q, docs in qrels.items() for d, r in docs.items()]
+    rows_r = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    qrels_table = pa.table(
+        dict(zip(["q_id", "doc_id", "relevance"], zip(*rows_q, strict=True), strict=True))
+    )
+    run_table = pa.table(
+        dict(zip(["q_id", "doc_id", "score"], zip(*rows_r, strict=True), strict=True))
+    )
+    return qrels_table, run_table
+
+
+@pytest.mark.parametrize("ignore_ties", [False, True])
+def test_every_source_gives_the_command_lines_values_bitwise(tmp_path, capsys, ignore_ties):
+    qrels, run = generate(1)
+    paths = write_trec(tmp_path, qrels, run)
+    options = ["--ignore-ties"] if ignore_ties else []
+    assert main(["evaluate", *paths, "-m", *MEASURES, "-q", "--json", *options]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    qrels_table, run_table = frames(qrels, run)
+    sources = {
+        "paths": paths,
+        "dicts": (qrels, run),
+        "arrow": (qrels_table, run_table),
+    }
+    try:
+        sources["pandas"] = (qrels_table.to_pandas(), run_table.to_pandas())
+    except ImportError:  # pandas is optional: the other sources still run
+        pass
+    for name, (q, r) in sources.items():
+        result = lodestar.evaluate(q, r, MEASURES, ignore_ties=ignore_ties)
+        assert result.per_query == cli["per_query"], name
+        assert result.mean == cli["mean"], name
+        assert list(result.query_ids) == list(cli["per_query"])
+
+
+def test_complete_and_the_query_conventions(tmp_path):
+    qrels = {"a": {"d1": 1}, "b": {"d2": 1}, "c": {"d3": 0}}
+    run = {"a": {"d1": 0.5}, "b": {"d9": 0.5}, "z": {"d1": 0.5}}
+    some = lodestar.evaluate(qrels, run, ["mrr"])
+    assert some.query_ids == ("a", "b")
+    assert some.missing_from_run == ("c",) and some.missing_from_qrels == ("z",)
+    every = lodestar.evaluate(qrels, run, ["mrr"], complete=True)
+    assert every.query_ids == ("a", "b", "c")
+    assert every.mean == {"mrr": pytest.approx(1 / 3)}
+
+
+def test_to_pandas():
+    pandas = pytest.importorskip("pandas")
+    qrels, run = generate(2)
+    result = lodestar.evaluate(qrels, run, ["map", "P@5"])
+    frame = result.to_pandas()
+    assert isinstance(frame, pandas.DataFrame)
+    assert list(frame.columns) == ["map", "P@5"] and frame.index.name == "q_id"
+    assert frame["map"].mean() == pytest.approx(result.mean["map"], abs=1e-15)
+
+
+def test_integer_and_bytes_ids_and_non_utf8():
+    qrels = {1: {10: 1, 11: 0}, b"q\xff": {b"d": 1}}
+    run = {1: {10: 0.2, 11: 0.9}, b"q\xff": {b"d": 0.1}}
+    result = lodestar.evaluate(qrels, run, ["mrr"])
+    assert result.per_query["1"] == {"mrr": 0.5}
+    weird = [q for q in result.query_ids if q != "1"][0]
+    assert weird.encode("utf-8", "surrogateescape") == b"q\xff"
+
+
+@pytest.mark.parametrize(
+    ("qrels", "run", "error", "message"),
+    [
+        (
+            {"q": {"d": 1.5}},
+            {"q": {"d": 1.0}},
+            ValueError,
+            "qrels:1: expected an integer relevance, got '1.5'",
+        ),
+        (
+            {"q": {"d": 1}},
+            {"q": {"d": float("nan")}},
+            ValueError,
+            "run:1: expected a finite number as the score, got 'nan'",
+        ),
+        ({"q": [1]}, {"q": {"d": 1.0}}, TypeError, "query 'q' maps to list"),
+        ({"q": {"d": 1}}, {"q": {None: 1.0}}, TypeError, "document ids must be str, bytes or int"),
+        (
+            {"q": {"d": 1}},
+            42,
+            TypeError,
+            "run must be a path, a dict, a pandas DataFrame or a pyarrow Table",
+        ),
+        ({"q": {"d": 1}}, {"z": {"d": 1.0}}, ValueError, "nothing to evaluate"),
+        ({"q": {"d": 1}}, {"q": {"d": 1.0}, "r": {}}, ValueError, None),
+    ],
+)
+def test_refusals(qrels, run, error, message):
+    if message is None:  # an empty list in a dict is a query with no document
+        assert lodestar.evaluate(qrels, run, ["mrr"]).mean == {"mrr": 1.0}
+        return
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        lodestar.evaluate(qrels, run, ["mrr"])
+
+
+def test_unknown_measure():
+    with pytest.raises(ValueError, match="unknown measure 'ndgc'"):
+        lodestar.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["ndgc"])
+
+
+def test_table_without_the_columns():
+    table = pa.table({"qid": ["q"], "docno": ["d"], "score": [1.0]})
+    with pytest.raises(ValueError, match="run needs columns q_id, doc_id and score"):
+        lodestar.evaluate({"q": {"d": 1}}, table)
+
+
+def test_agrees_with_pytrec_eval():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, run = generate(3, queries=20, tied=False)
+    names = {
+        "ndcg": "ndcg",
+        "ndcg@10": "ndcg_cut_10",
+        "map": "map",
+        "P@5": "P_5",
+        "mrr": "recip_rank",
+    }
+    ours = lodestar.evaluate(qrels, run, list(names), trec_eval=True, ignore_ties=True)
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(names.values())).evaluate(run)
+    for qid, values in ours.per_query.items():
+        for name, trec_name in names.items():
+            assert values[name] == pytest.approx(theirs[qid][trec_name], abs=1e-9), (qid, name)
+
+
+def test_compare_tests_the_evaluated_values():
+    qrels, base = generate(4, queries=15)
+    rng = np.random.default_rng(9)
+    better = {
+        q: {d: s + rng.random() * (d.startswith("d")) for d, s in docs.items()}
+        for q, docs in base.items()
+    }
+    runs = {"base": base, "better": better}
+    comparison = lodestar.compare(qrels, runs, ["map", "ndcg@10"], test="t")
+    expected = stats.compare_scores(
+        {
+            name: lodestar.evaluate(qrels, run, ["map", "ndcg@10"]).values
+            for name, run in runs.items()
+        },
+        test="t",
+    )
+    np.testing.assert_array_equal(comparison.p_values, expected.p_values)
+    assert comparison.queries == 15
+
+
+def test_compare_uses_the_queries_of_every_run_and_refuses_too_few():
+    qrels = {f"q{i}": {"a": 1} for i in range(4)}
+    one = {f"q{i}": {"a": 1.0} for i in range(4)}
+    other = {f"q{i}": {"a": 1.0} for i in range(2)}
+    assert lodestar.compare(qrels, [one, other], ["mrr"]).queries == 2
+    assert lodestar.compare(qrels, [one, other], ["mrr"], complete=True).queries == 4
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        lodestar.compare(qrels, [one], ["mrr"])
