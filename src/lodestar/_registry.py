@@ -112,6 +112,9 @@ class Measure:
       integer: Whether trec_eval prints its values as integers.
       oracle: The name of its brute-force reference on one explicit order in
         ``tests/oracles.py``.
+      tie_extremes: Whether ranking tied items relevant-first (last) gives
+        its largest (smallest) value over every tie order, so that
+        :func:`lodestar.metrics.tie_range` is its exact range.
     """
 
     key: str
@@ -128,6 +131,7 @@ class Measure:
     aggregate: Literal["mean", "geometric", "sum"] = "mean"
     integer: bool = False
     oracle: str = ""
+    tie_extremes: bool = True
 
     @functools.cached_property
     def function(self) -> Callable:

@@ -198,6 +198,17 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
         help="round scores to float32 first, as trec_eval up to 9.0.8 and pytrec_eval do",
     )
     parser.add_argument(
+        "--tie-range",
+        action="store_true",
+        help="also print the range ties leave each value: [relevant-last, relevant-first]",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw a histogram of the per-query values of each measure into FILE (.png, "
+        ".pdf, .svg; needs matplotlib: pip install 'lodestar[plot]')",
+    )
+    parser.add_argument(
         "--example",
         action="store_true",
         help="evaluate the small qrels and run shipped with lodestar",
@@ -216,6 +227,76 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def _compare_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "compare",
+        help="test whether runs differ significantly",
+        description=(
+            "Evaluate several runs against the same qrels and test every pair of runs on "
+            "every measure, paired over the queries that every run was evaluated on, with a "
+            "correction across the pairs of each measure. The table marks each run's mean "
+            "with the runs it is significantly better than (ranx's convention)."
+        ),
+    )
+    parser.add_argument("qrels", help="the qrels file")
+    parser.add_argument("runs", nargs="*", metavar="RUN", help="two or more run files")
+    parser.add_argument(
+        *_MEASURE_OPTIONS,
+        action="append",
+        dest="measures",
+        metavar="MEASURE",
+        help="measures, as for evaluate (default: ndcg@10 map)",
+    )
+    parser.add_argument(
+        "--test",
+        choices=("t", "randomization", "bootstrap"),
+        default="t",
+        help="paired t-test, Fisher's randomization test or the paired bootstrap (default t)",
+    )
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level (0.05)")
+    parser.add_argument(
+        "--correction",
+        choices=("holm", "bonferroni", "none"),
+        default="holm",
+        help="family-wise correction across the pairs of each measure (default holm)",
+    )
+    parser.add_argument(
+        "--permutations", type=int, default=100_000, help="randomization test's sign flips"
+    )
+    parser.add_argument("--samples", type=int, default=10_000, help="bootstrap resamples")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random tests (0)")
+    parser.add_argument(
+        "--format",
+        choices=("table", "markdown", "latex"),
+        default="table",
+        help="how to print the report (default table)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the means, p-values and effect sizes as JSON"
+    )
+    parser.add_argument(
+        "-c",
+        "--complete",
+        action="store_true",
+        help="test over every qrels query; one missing from a run scores 0",
+    )
+    parser.add_argument("--ignore-ties", action="store_true", help="as for evaluate")
+    parser.add_argument("--trec-eval", action="store_true", help="as for evaluate")
+    parser.add_argument(
+        "-l", "--relevance-level", type=int, default=1, metavar="LEVEL", help="as for evaluate"
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw the sorted per-query differences of every run against the first into "
+        "FILE (needs matplotlib: pip install 'lodestar[plot]')",
+    )
+    parser.add_argument(
+        "--progress", choices=("auto", "always", "never"), default="auto", help="as for evaluate"
+    )
+    return parser
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="lodestar", description="Exact, tie-averaged ranking metrics.")
     parser.add_argument("--version", action="version", version=f"lodestar {_version()}")
@@ -223,6 +304,7 @@ def _parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
     _evaluate_parser(subparsers)
+    _compare_parser(subparsers)
     return parser
 
 
@@ -291,26 +373,45 @@ def _format_value(value: float, integer: bool) -> str:
     return f"{value:6.4f}"
 
 
-def _write_table(out, query_ids, requests, results, *, per_query: bool) -> None:
+def _write_table(out, query_ids, requests, results, *, per_query: bool, extremes=None) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, ``all`` for the aggregate.
 
     Query ids are written as the bytes they were read as, as trec_eval
-    writes them.
+    writes them. With ``extremes`` (the pessimistic and optimistic per-query
+    values), a fourth column gives the range ties leave: ``[low, high]``.
     """
     write = out.buffer.write if hasattr(out, "buffer") else lambda b: out.write(b.decode())
+
+    def line(request, qid: bytes, value, low=None, high=None) -> bytes:
+        integer = request.measure.integer
+        text = b"%-22s\t%s\t%s" % (
+            request.name.encode(),
+            qid,
+            _format_value(value, integer).encode(),
+        )
+        if low is not None:
+            low, high = sorted((low, high))
+            text += b"\t[%s, %s]" % (
+                _format_value(low, integer).encode(),
+                _format_value(high, integer).encode(),
+            )
+        return text + b"\n"
+
     lines = []
     if per_query:
         for index, qid in enumerate(query_ids):
             for request in requests:
-                value = _format_value(results[request.name][index], request.measure.integer)
-                lines.append(b"%-22s\t%s\t%s\n" % (request.name.encode(), qid, value.encode()))
+                bounds = ()
+                if extremes is not None:
+                    bounds = tuple(e[request.name][index] for e in extremes)
+                lines.append(line(request, qid, results[request.name][index], *bounds))
     lines.append(b"%-22s\tall\t%d\n" % (b"num_q", len(query_ids)))
     for request in requests:
         value = _evaluate.aggregate(request, results[request.name])
-        lines.append(
-            b"%-22s\tall\t%s\n"
-            % (request.name.encode(), _format_value(value, request.measure.integer).encode())
-        )
+        bounds = ()
+        if extremes is not None:
+            bounds = tuple(_evaluate.aggregate(request, e[request.name]) for e in extremes)
+        lines.append(line(request, b"all", value, *bounds))
     write(b"".join(lines))
 
 
@@ -323,7 +424,9 @@ def _json_key(qid: bytes) -> str:
     return qid.decode("utf-8", "surrogateescape")
 
 
-def _write_json(out, query_ids, requests, results, *, per_query: bool, options: dict) -> None:
+def _write_json(
+    out, query_ids, requests, results, *, per_query: bool, options: dict, extremes=None
+) -> None:
     document = {
         "options": options,
         "num_q": len(query_ids),
@@ -334,6 +437,25 @@ def _write_json(out, query_ids, requests, results, *, per_query: bool, options: 
             _json_key(qid): {r.name: float(results[r.name][index]) for r in requests}
             for index, qid in enumerate(query_ids)
         }
+    if extremes is not None:
+        low, high = extremes
+        ranges = {
+            "mean": {
+                r.name: sorted(
+                    (_evaluate.aggregate(r, low[r.name]), _evaluate.aggregate(r, high[r.name]))
+                )
+                for r in requests
+            }
+        }
+        if per_query:
+            ranges["per_query"] = {
+                _json_key(qid): {
+                    r.name: sorted((float(low[r.name][i]), float(high[r.name][i])))
+                    for r in requests
+                }
+                for i, qid in enumerate(query_ids)
+            }
+        document["tie_range"] = ranges
     out.write(json.dumps(document, indent=2) + "\n")
 
 
@@ -361,13 +483,9 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     if args.max_documents is not None and args.max_documents < 1:
         raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
     requests = _requests(args)
-    definitions = _evaluate.Definitions(
-        trec_eval=args.trec_eval,
-        relevance_level=args.relevance_level,
-        ignore_ties=args.ignore_ties,
-        max_documents=args.max_documents,
-        err_max_label=args.err_max_label,
-    )
+    definitions = _definitions(args)
+    if args.plot:
+        _check_plotting()
     if out is None:
         raise OSError("standard output is closed; there is nowhere to write the results")
     progress = _Progress(mode=args.progress)
@@ -382,13 +500,14 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         progress.begin("loading JAX")
         _wait_for_jax()
         progress.begin("evaluating")
-        joined, results = evaluation.run_joined(
+        joined, results, extremes = evaluation.run_joined(
             qrels,
             run,
             requests,
             definitions,
             complete=args.complete,
             single_precision=args.single_precision,
+            tie_range=args.tie_range,
             progress=progress,
         )
         _note_dropped(joined, args.complete)
@@ -405,13 +524,141 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             "relevance_level": args.relevance_level,
             "max_documents": args.max_documents,
             "single_precision": args.single_precision,
+            "tie_range": args.tie_range,
         }
         _write_json(
-            out, joined.query_ids, requests, results, per_query=args.per_query, options=options
+            out,
+            joined.query_ids,
+            requests,
+            results,
+            per_query=args.per_query,
+            options=options,
+            extremes=extremes,
         )
     else:
-        _write_table(out, joined.query_ids, requests, results, per_query=args.per_query)
+        _write_table(
+            out, joined.query_ids, requests, results, per_query=args.per_query, extremes=extremes
+        )
     out.flush()
+    if args.plot:
+        from lodestar import _plots
+
+        _plots.evaluation_histograms(
+            args.plot,
+            [r.name for r in requests],
+            results,
+            extremes,
+            title=_read.show(joined.runid) if joined.runid is not None else args.run,
+        )
+    return 0
+
+
+def _definitions(args) -> _evaluate.Definitions:
+    return _evaluate.Definitions(
+        trec_eval=args.trec_eval,
+        relevance_level=args.relevance_level,
+        ignore_ties=args.ignore_ties,
+        max_documents=getattr(args, "max_documents", None),
+        err_max_label=getattr(args, "err_max_label", None),
+    )
+
+
+def _check_plotting() -> None:
+    from lodestar import _plots
+
+    if not _plots.available():
+        raise UsageError(_plots.MISSING)
+
+
+def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
+    """Each run's name: its runid where every runid is distinct, else its path."""
+    runids = [r.runid for r in runs]
+    if None not in runids and len(set(runids)) == len(runids):
+        return [_read.show(r) for r in runids]
+    return list(paths)
+
+
+def _run_compare(args: argparse.Namespace, out) -> int:
+    import numpy as np
+
+    from lodestar import stats
+
+    if len(args.runs) < 2:
+        raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
+    requests = _requests(args)
+    definitions = _definitions(args)
+    if args.plot:
+        _check_plotting()
+    if out is None:
+        raise OSError("standard output is closed; there is nowhere to write the results")
+    progress = _Progress(mode=args.progress)
+    try:
+        progress.begin(f"reading {args.qrels}")
+        qrels = _open(args.qrels, _read.read_qrels)
+        _evaluate.check_relevance(qrels, definitions)
+        runs = []
+        for path in args.runs:
+            progress.begin(f"reading {path}")
+            runs.append(_open(path, _read.read_run))
+        names = _run_names(args.runs, runs)
+        if len(set(names)) != len(names):
+            raise UsageError("two runs have the same name; give each run once")
+        progress.begin("loading JAX")
+        _wait_for_jax()
+        evaluated = {}
+        for name, run in zip(names, runs, strict=True):
+            progress.begin(f"evaluating {name}")
+            joined, values, _ = evaluation.run_joined(
+                qrels, run, requests, definitions, complete=args.complete, progress=progress
+            )
+            evaluated[name] = (joined.query_ids, values)
+        common = set.intersection(*(set(ids) for ids, _ in evaluated.values()))
+        queries = sorted(common)
+        if len(queries) < 2:
+            raise ValueError(
+                f"compare needs at least 2 queries evaluated in every run; got {len(queries)}"
+            )
+        scores = {}
+        for name, (ids, values) in evaluated.items():
+            position = {q: i for i, q in enumerate(ids)}
+            rows = np.array([position[q] for q in queries])
+            scores[name] = {r.name: np.asarray(values[r.name])[rows] for r in requests}
+        progress.begin(f"testing ({args.test})")
+        comparison = stats.compare_scores(
+            scores,
+            test=args.test,
+            alpha=args.alpha,
+            correction=args.correction,
+            permutations=args.permutations,
+            samples=args.samples,
+            seed=args.seed,
+        )
+    finally:
+        progress.close()
+    which = (
+        "every qrels query; a query missing from a run scores 0 (-c)"
+        if args.complete
+        else "the queries in the qrels and in every run (-c counts the others as 0)"
+    )
+    if args.json:
+        document = comparison.to_dict()
+        document["queries_tested"] = which
+        document["runs_files"] = dict(zip(names, args.runs, strict=True))
+        out.write(json.dumps(document, indent=2) + "\n")
+    else:
+        out.write(comparison.format(args.format) + "\n")
+        out.write(f"Queries: {len(queries)}, {which}.\n")
+    out.flush()
+    if args.plot:
+        from lodestar import _plots
+
+        first = names[0]
+        panels = {
+            f"{r.name}: {other} − {first}": scores[other][r.name] - scores[first][r.name]
+            for other in names[1:]
+            for r in requests
+        }
+        _plots.per_topic_differences(args.plot, panels)
     return 0
 
 
@@ -453,6 +700,10 @@ def main(argv: list[str] | None = None) -> int:
             args = _parser().parse_args(_split_measures(argv))
         except SystemExit as done:  # --help and --version print, then exit
             return int(done.code or 0)
+        if args.command == "compare":
+            if not args.measures:
+                args.measures = ["ndcg@10", "map"]
+            return _run_compare(args, sys.stdout)
         return _run_evaluate(args, sys.stdout)
     except UsageError as error:
         _note(f"error: {error}")

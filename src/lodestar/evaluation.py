@@ -32,6 +32,7 @@ over every order unless ``ignore_ties``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,6 +66,9 @@ class Evaluation:
       options: The options the run was evaluated with.
       missing_from_run: Queries of the qrels with no document in the run.
       missing_from_qrels: Queries of the run with no judgment.
+      pessimistic: With ``tie_range``, per measure name, the per-query values
+        with every tie broken relevant-last; else None.
+      optimistic: Likewise, relevant-first.
     """
 
     query_ids: tuple[str, ...]
@@ -73,6 +77,26 @@ class Evaluation:
     options: dict[str, Any]
     missing_from_run: tuple[str, ...] = ()
     missing_from_qrels: tuple[str, ...] = ()
+    pessimistic: Mapping[str, np.ndarray] | None = None
+    optimistic: Mapping[str, np.ndarray] | None = None
+    aggregates: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    @property
+    def tie_range(self) -> dict[str, tuple[float, float]] | None:
+        """Per measure, ``(pessimistic, optimistic)`` over the queries, or None.
+
+        Ties are broken per query, independently, so the range of the value
+        over the queries is the pair of the values of the two tie-breaks.
+        """
+        if self.pessimistic is None or self.optimistic is None:
+            return None
+        return {
+            name: (
+                self.aggregates[name](self.pessimistic[name]),
+                self.aggregates[name](self.optimistic[name]),
+            )
+            for name in self.values
+        }
 
     @property
     def per_query(self) -> dict[str, dict[str, float]]:
@@ -148,13 +172,15 @@ def run_joined(
     *,
     complete: bool,
     single_precision: bool = False,
+    tie_range: bool = False,
     progress=None,
 ):
     """Join and evaluate, the steps the command line and :func:`evaluate` share.
 
     Returns:
-      ``(joined, values)``: the :class:`~lodestar._trec.join.Joined` lists and
-      the per-query values per request name.
+      ``(joined, values, extremes)``: the :class:`~lodestar._trec.join.Joined`
+      lists, the per-query values per request name, and with ``tie_range``
+      the pair ``(pessimistic, optimistic)`` of per-query values (else None).
 
     Raises:
       ValueError: the input is refused, or no query is evaluated.
@@ -175,7 +201,10 @@ def run_joined(
     values = _evaluate.evaluate(
         joined, requests, definitions, max_grade=max_grade, progress=progress
     )
-    return joined, values
+    extremes = None
+    if tie_range:
+        extremes = _evaluate.evaluate_tie_range(joined, requests, definitions, max_grade=max_grade)
+    return joined, values, extremes
 
 
 def _requests(measures) -> list[_names.Request]:
@@ -194,6 +223,7 @@ def evaluate(
     trec_eval: bool = False,
     relevance_level: int = 1,
     max_documents: int | None = None,
+    tie_range: bool = False,
 ) -> Evaluation:
     """Score a run against its qrels: the command line's ``lodestar evaluate``, in Python.
 
@@ -215,9 +245,13 @@ def evaluate(
         judgment is at least this (trec_eval's ``-l``).
       max_documents: Only the first this many documents of each ranking count
         (trec_eval's ``-M``).
+      tie_range: Also evaluate with every tie broken relevant-last and
+        relevant-first (:func:`lodestar.metrics.tie_range`): how far ties can
+        move each value.
 
     Returns:
-      An :class:`Evaluation`: ``.mean``, ``.per_query``, ``.to_pandas()``.
+      An :class:`Evaluation`: ``.mean``, ``.per_query``, ``.to_pandas()``,
+      and ``.tie_range`` with ``tie_range``.
 
     Raises:
       ValueError: an unknown measure; a malformed record (the message names
@@ -249,7 +283,10 @@ def evaluate(
     )
     qrels_file = _load(qrels, qrels=True)
     run_file = _load(run, qrels=False)
-    joined, values = run_joined(qrels_file, run_file, requests, definitions, complete=complete)
+    joined, values, extremes = run_joined(
+        qrels_file, run_file, requests, definitions, complete=complete, tie_range=tie_range
+    )
+    pessimistic, optimistic = extremes if extremes is not None else (None, None)
     return Evaluation(
         query_ids=tuple(_text(q) for q in joined.query_ids),
         values={r.name: values[r.name] for r in requests},
@@ -261,9 +298,13 @@ def evaluate(
             "trec_eval": bool(trec_eval),
             "relevance_level": int(relevance_level),
             "max_documents": max_documents,
+            "tie_range": bool(tie_range),
         },
         missing_from_run=tuple(_text(q) for q in joined.missing_from_run),
         missing_from_qrels=tuple(_text(q) for q in joined.missing_from_qrels),
+        pessimistic=pessimistic,
+        optimistic=optimistic,
+        aggregates={r.name: functools.partial(_evaluate.aggregate, r) for r in requests},
     )
 
 

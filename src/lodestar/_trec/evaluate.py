@@ -221,3 +221,36 @@ def aggregate(request: Request, values: np.ndarray) -> float:
         # trec_eval's MIN_GEO_MEAN floor keeps a query scoring 0 from zeroing the mean.
         return float(np.exp(np.mean(np.log(np.maximum(values, 1e-5))))) if len(values) else 0.0
     return float(values.mean()) if len(values) else 0.0
+
+
+def tie_broken(joined: Joined, *, relevant_first: bool) -> Joined:
+    """``joined`` with each query's documents arranged so that ranking ties by index breaks them.
+
+    Ranking tied scores by descending index (``ignore_ties``) puts the item
+    placed last first; placing each query's documents by ascending label
+    (relevant-first) or descending label (relevant-last), stably, makes that
+    tie-break the optimistic or the pessimistic one
+    (:func:`lodestar.metrics.tie_range`). An unjudged document counts as
+    label 0.
+    """
+    retrieved = joined.retrieved
+    items = retrieved.items
+    key = np.where(items["judged"], np.maximum(items["grade"], 0), 0)
+    query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
+    order = np.lexsort((key if relevant_first else -key, query))
+    moved = Lists(retrieved.offsets, {name: values[order] for name, values in items.items()})
+    return joined._replace(retrieved=moved)
+
+
+def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, max_grade: int):
+    """Each request's per-query values with ties broken against and for each query.
+
+    Returns:
+      ``(pessimistic, optimistic)``: two dicts of per-query values, as
+      :func:`evaluate` returns.
+    """
+    ordered = definitions._replace(ignore_ties=True)
+    return tuple(
+        evaluate(tie_broken(joined, relevant_first=first), requests, ordered, max_grade=max_grade)
+        for first in (False, True)
+    )

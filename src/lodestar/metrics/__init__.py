@@ -90,6 +90,7 @@ from lodestar.metrics._set import set_precision as set_precision
 from lodestar.metrics._set import set_recall as set_recall
 from lodestar.metrics._set import set_relative_precision as set_relative_precision
 from lodestar.metrics._set import utility as utility
+from lodestar.metrics._tie_range import tie_range as tie_range
 
 __all__ = [
     "average_precision",
@@ -116,4 +117,6 @@ __all__ = [
     "set_relative_precision",
     "unjudged",
     "utility",
+    # The range ties leave a measure (decision 0020).
+    "tie_range",
 ]

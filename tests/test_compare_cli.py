@@ -1,0 +1,128 @@
+"""``lodestar compare``, ``--tie-range`` and ``--plot``: the report, the range, the pictures.
+
+The report's numbers come from ``lodestar.stats.compare_scores`` on the
+per-query values ``lodestar evaluate`` gives each run (checked equal here);
+the statistics themselves are checked in tests/test_stats.py. The plots are
+rendered and read back, so that they cannot rot.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import lodestar
+from lodestar import stats
+from lodestar.cli import main
+
+
+def write_runs(tmp_path, queries=12, seed=0):
+    rng = np.random.default_rng(seed)
+    qrels, runs = [], {"base": [], "better": [], "tied": []}
+    for q in range(queries):
+        for d in range(20):
+            relevance = int(rng.integers(0, 3)) if rng.random() < 0.6 else None
+            if relevance is not None:
+                qrels.append(f"q{q} 0 d{d} {relevance}\n")
+            noise = rng.random()
+            good = (relevance or 0) + noise
+            runs["base"].append(f"q{q} Q0 d{d} 1 {noise:.6f} base\n")
+            runs["better"].append(f"q{q} Q0 d{d} 1 {good:.6f} better\n")
+            runs["tied"].append(f"q{q} Q0 d{d} 1 {round(good):d} tied\n")
+    (tmp_path / "qrels").write_text("".join(qrels))
+    paths = {}
+    for name, lines in runs.items():
+        (tmp_path / name).write_text("".join(lines))
+        paths[name] = str(tmp_path / name)
+    return str(tmp_path / "qrels"), paths
+
+
+def test_compare_reports_what_compare_scores_finds(tmp_path, capsys):
+    qrels, runs = write_runs(tmp_path)
+    options = ["-m", "ndcg@10", "map", "--test", "t"]
+    assert main(["compare", qrels, runs["base"], runs["better"], *options, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    values = {
+        name: lodestar.evaluate(qrels, runs[name], ["ndcg@10", "map"]).values
+        for name in ("base", "better")
+    }
+    expected = stats.compare_scores(values, test="t").to_dict()
+    for key in ("runs", "measures", "queries", "means", "pairs"):
+        assert report[key] == expected[key], key
+    assert report["queries_tested"].startswith("the queries in the qrels and in every run")
+    assert main(["compare", qrels, runs["base"], runs["better"], *options]) == 0
+    table = capsys.readouterr().out
+    # The run names are the files' runids; the better run beats the base on both.
+    assert "better" in table and "base" in table
+    assert "Queries: 12, the queries in the qrels and in every run" in table
+
+
+@pytest.mark.parametrize("style", ["markdown", "latex"])
+def test_compare_formats(tmp_path, capsys, style):
+    qrels, runs = write_runs(tmp_path)
+    assert main(["compare", qrels, *runs.values(), "--format", style, "-m", "map"]) == 0
+    out = capsys.readouterr().out
+    assert ("|" in out) if style == "markdown" else ("\\begin{tabular}" in out)
+
+
+def test_compare_refusals(tmp_path, capsys):
+    qrels, runs = write_runs(tmp_path)
+    assert main(["compare", qrels, runs["base"]]) == 2
+    assert "compare needs at least 2 runs" in capsys.readouterr().err
+    assert main(["compare", qrels, runs["base"], runs["base"]]) == 2
+    assert "two runs have the same name" in capsys.readouterr().err
+    assert main(["compare", qrels, runs["base"], runs["better"], "--test", "z"]) == 2
+
+
+def test_tie_range_brackets_the_average(tmp_path, capsys):
+    qrels, runs = write_runs(tmp_path)
+    assert main(["evaluate", qrels, runs["tied"], "-m", "ndcg@10", "mrr", "--tie-range", "-q"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    ranged = [row for row in rows if len(row) == 4]
+    assert len(ranged) == 2 * 12 + 2
+    for name, _, value, bounds in ranged:
+        low, high = (float(b) for b in bounds.strip("[]").split(","))
+        assert low - 5e-5 <= float(value) <= high + 5e-5, name
+    assert main(["evaluate", qrels, runs["tied"], "-m", "ndcg@10", "--tie-range", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    low, high = document["tie_range"]["mean"]["ndcg@10"]
+    assert low < document["mean"]["ndcg@10"] < high  # the tied run has ties that matter
+    result = lodestar.evaluate(qrels, runs["tied"], ["ndcg@10"], tie_range=True)
+    assert result.tie_range == {"ndcg@10": (low, high)}
+
+
+def test_plots_render(tmp_path, capsys):
+    image = pytest.importorskip("matplotlib.image")
+    qrels, runs = write_runs(tmp_path)
+    histogram, differences = tmp_path / "h.png", tmp_path / "d.png"
+    assert (
+        main(
+            [
+                "evaluate",
+                qrels,
+                runs["tied"],
+                "-m",
+                "ndcg@10",
+                "map",
+                "--tie-range",
+                "--plot",
+                str(histogram),
+            ]
+        )
+        == 0
+    )
+    assert main(["compare", qrels, *runs.values(), "-m", "map", "--plot", str(differences)]) == 0
+    capsys.readouterr()
+    for path in (histogram, differences):
+        pixels = image.imread(path)
+        assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 300
+        assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_plot_without_matplotlib_is_a_clear_usage_error(tmp_path, capsys, monkeypatch):
+    from lodestar import _plots
+
+    monkeypatch.setattr(_plots, "available", lambda: False)
+    qrels, runs = write_runs(tmp_path)
+    assert main(["evaluate", qrels, runs["base"], "--plot", str(tmp_path / "x.png")]) == 2
+    assert "pip install 'lodestar[plot]'" in capsys.readouterr().err

@@ -1,0 +1,85 @@
+"""``metrics.tie_range``: the values with ties broken against and for each list.
+
+For every measure whose relevant-first and relevant-last orders are its
+extreme orders (the best and the worst, or for a count of non-relevant
+documents the other way round), the pair must be the exact minimum and maximum of
+the measure over every order of the tied items: the brute force of
+tests/oracles.py, lists of up to 7 items, 1e-12. The registry marks the
+others (``tie_extremes=False``); for them the pair is checked to be the
+values at those two orders.
+"""
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+import oracles
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from lodestar import _registry, metrics
+
+TOL = dict(rtol=1e-12, atol=1e-12)
+KEYS = list(_registry.MEASURES)
+tied_scores = st.sampled_from([0.0, 0.5, 0.5, 1.0, 1.0, -2.0])
+
+
+@st.composite
+def tied_lists(draw, max_n=7):
+    n = draw(st.integers(1, max_n))
+    scores = draw(st.lists(tied_scores, min_size=n, max_size=n))
+    labels = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    return np.array(scores), np.array(labels, dtype=np.float64)
+
+
+def values_over_orders(key, scores, labels, **options):
+    entry = _registry.MEASURES[key]
+    oracle = functools.partial(getattr(oracles, entry.oracle), **entry.required_options)
+    return [oracle(labels, order, **options) for order in oracles.tie_orders(scores)]
+
+
+@pytest.mark.parametrize("key", KEYS)
+@given(case=tied_lists())
+def test_the_range_is_the_extremes_over_every_order(key, case):
+    entry = _registry.MEASURES[key]
+    metric = functools.partial(entry.function, **entry.required_options)
+    metric = functools.update_wrapper(metric, entry.function)
+    scores, labels = case
+    for k in (None, 2, 4) if entry.cutoff else (None,):
+        options = {"k": k} if entry.cutoff else {}
+        low, high = metrics.tie_range(
+            entry.function, scores, labels, **entry.required_options, **options
+        )
+        values = values_over_orders(key, scores, labels, **options)
+        average = metric(scores, labels, **options)
+        # A count of what is not relevant (num_nonrel_judged_ret) is largest
+        # relevant-last: the two orders are the extremes, in either direction.
+        low, high = sorted((float(low), float(high)))
+        assert low - 1e-12 <= average <= high + 1e-12
+        if entry.tie_extremes:
+            np.testing.assert_allclose(low, min(values), **TOL)
+            np.testing.assert_allclose(high, max(values), **TOL)
+        else:
+            assert min(values) - 1e-12 <= low <= high <= max(values) + 1e-12
+
+
+def test_a_batch_with_padding_and_per_item_options():
+    scores = np.array([[0.5, 0.5, 0.5, 0.1], [0.9, 0.9, 0.2, 0.2]])
+    labels = np.array([[0, 1, 0, 1], [1, 0, 1, 0]])
+    where = np.array([[True, True, True, False], [True, True, True, True]])
+    low, high = metrics.tie_range(metrics.reciprocal_rank, scores, labels, where=where)
+    np.testing.assert_allclose(low, [1 / 3, 1 / 2])
+    np.testing.assert_allclose(high, [1.0, 1.0])
+    judged = np.array([[True, False, True, True], [True, True, True, True]])
+    low, high = metrics.tie_range(
+        metrics.num_relevant_retrieved, scores, labels, where=where, k=1, judged=judged
+    )
+    np.testing.assert_allclose(high, [0.0, 1.0])  # the unjudged item 1 is never relevant
+
+
+def test_refuses_its_own_tie_options():
+    with pytest.raises(ValueError, match="takes no ignore_ties"):
+        metrics.tie_range(metrics.ndcg, jnp.zeros(3), jnp.ones(3), ignore_ties=True)
+    with pytest.raises(ValueError, match="takes no segments"):
+        metrics.tie_range(metrics.ndcg, jnp.zeros(3), jnp.ones(3), segments=jnp.zeros(3, int))
