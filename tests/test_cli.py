@@ -103,13 +103,19 @@ def test_ties_change_the_example(capsys):
     assert averaged["mrr"] > ordered["mrr"] + 0.01
 
 
-def test_readme_shows_the_example_output(capsys):
-    text = README.read_text()
-    blocks = re.findall(r"```console\n\$ lodestar evaluate (.*?)\n(.*?)```", text, re.S)
-    assert len(blocks) >= 2
+@pytest.mark.parametrize(
+    "page", [README, *sorted((README.parent / "docs").glob("*.md"))], ids=lambda p: p.name
+)
+def test_pages_show_the_example_output(capsys, page):
+    # Every console block of the README and the docs that runs the bundled
+    # example shows what the command prints today.
+    text = page.read_text()
+    blocks = re.findall(r"```console\n\$ lodestar evaluate (--example.*?)\n(.*?)```", text, re.S)
+    if page == README:
+        assert len(blocks) >= 2
     for args, shown in blocks:
         assert main(["evaluate", *args.split()]) == 0
-        assert capsys.readouterr().out == shown
+        assert capsys.readouterr().out == shown, f"{page.name}: lodestar evaluate {args}"
 
 
 # ---------------------------------------------------------------- conventions
