@@ -1,39 +1,62 @@
-"""``lodestar evaluate`` at scale: parse, join and evaluate times, and readers compared.
+"""``lodestar evaluate`` end to end, from the shell, against the tools IR people use instead.
 
-Writes a synthetic run of ``--queries`` x ``--depth`` lines (default
-10,000 x 1,000, ten million lines) and qrels judging ``--judged`` documents
-per query, then times, in this one process:
+What a user waits for is the whole command: starting Python, importing,
+reading the files, joining, compiling, evaluating and printing. This script
+writes synthetic TREC files, then runs each tool as a **separate process**,
+one after the other, and records its wall time and peak resident memory
+(``getrusage`` of the child):
 
-* reading the qrels and the run (lines per second for the run);
-* joining them (labels, duplicate check, grouping by query);
-* evaluating the default measures, tie-averaged and with ``--ignore-ties``
-  (which also orders tied documents by docno);
-* the reader against two simple alternatives on the first ``--compare-lines``
-  lines: a Python loop over ``line.split()``, and ``np.loadtxt``.
+* **lodestar**: ``lodestar evaluate QRELS RUN -m <six measures>``, tie-averaged
+  and with ``--ignore-ties``; **cold** (an empty compilation cache) and
+  **warm** (the cache filled by the previous run, as for a user's second
+  evaluation of a run of the same shape);
+* **trec_eval** 10 (the C program), from ``--trec-eval BINARY`` or the
+  ``TREC_EVAL`` environment variable, with the same six measures (skipped
+  with a note where no binary is given: build it from
+  https://github.com/usnistgov/trec_eval with ``make``);
+* **pytrec_eval**, **ir_measures** and **ranx**, where installed: a Python
+  process that reads the same files with the tool's own reader and evaluates
+  the same measures.
 
-``--quick`` runs a tiny size so that the script cannot rot. Timings on a
-shared machine move by tens of percent; compare the ratios.
+The workloads are a 1,500 × 1,000 run (TREC depth), a 10,000 × 1,000 run
+(ten million lines) and a 1,000-line run. The six measures are NDCG@10,
+NDCG, reciprocal rank, MAP, P@10 and recall@100. Every ratio is the other
+tool's time over lodestar's: above 1, lodestar is faster. Absolute times on
+a shared machine move by tens of percent; run it on a quiet machine, and
+compare the ratios.
+
+``--quick`` runs the small workload once, lodestar and trec_eval only, so
+that CI can run the script.
 """
 
+from __future__ import annotations
+
 import argparse
+import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
-from lodestar._trec import evaluate, join, names, read
-from lodestar.cli import DEFAULT_MEASURES
+LODESTAR_MEASURES = ["ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100"]
+TREC_MEASURES = ["ndcg_cut.10", "ndcg", "recip_rank", "map", "P.10", "recall.100"]
+WORKLOADS = {"trec": (1_500, 1_000), "large": (10_000, 1_000), "small": (10, 100)}
 
 
 def write_files(directory, queries, depth, judged, seed=0):
-    """A run and qrels; 16 distinct query blocks, reused with other query ids."""
+    """A run and qrels: 16 distinct query blocks, reused under other query ids.
+
+    Scores have three decimals in [0, 1000), so some documents tie, as in real
+    runs; a tenth of each query's documents is judged on a 0–3 scale.
+    """
     rng = np.random.default_rng(seed)
     blocks, judgments = [], []
     for _ in range(16):
         docnos = rng.choice(10**8, size=depth, replace=False)
-        scores = np.round(rng.random(depth) * 1000, 3)  # some ties, as in real runs
+        scores = np.round(rng.random(depth) * 1000, 3)
         order = np.argsort(-scores, kind="stable")
         blocks.append(
             [
@@ -56,87 +79,173 @@ def write_files(directory, queries, depth, judged, seed=0):
     return qrels_path, run_path
 
 
-def timed(function, *args, **kwargs):
-    start = time.perf_counter()
-    result = function(*args, **kwargs)
-    return result, time.perf_counter() - start
+PYTREC_EVAL = """
+import sys, pytrec_eval
+def read(path, kind):
+    table = {}
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if kind == "qrels":
+                table.setdefault(p[0], {})[p[2]] = int(p[3])
+            else:
+                table.setdefault(p[0], {})[p[2]] = float(p[4])
+    return table
+qrels, run = read(sys.argv[1], "qrels"), read(sys.argv[2], "run")
+measures = {"ndcg_cut_10", "ndcg", "recip_rank", "map", "P_10", "recall_100"}
+result = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+print(len(result))
+"""
+
+IR_MEASURES = """
+import sys, ir_measures
+from ir_measures import nDCG, RR, AP, P, R
+measures = [nDCG@10, nDCG, RR, AP, P@10, R@100]
+qrels = ir_measures.read_trec_qrels(sys.argv[1])
+run = ir_measures.read_trec_run(sys.argv[2])
+print(ir_measures.calc_aggregate(measures, qrels, run))
+"""
+
+RANX = """
+import sys
+from ranx import Qrels, Run, evaluate
+qrels = Qrels.from_file(sys.argv[1], kind="trec")
+run = Run.from_file(sys.argv[2], kind="trec")
+print(evaluate(qrels, run, ["ndcg@10", "ndcg", "mrr", "map", "precision@10", "recall@100"]))
+"""
 
 
-def python_loop_reader(path):
-    """The obvious reader: one ``split`` and one ``float`` per line."""
-    qids, docnos, scores = [], [], []
-    with open(path, "rb") as file:
-        for line in file:
-            fields = line.split()
-            if len(fields) != 6:
-                raise ValueError(line)
-            qids.append(fields[0])
-            docnos.append(fields[2])
-            scores.append(float(fields[4]))
-    return qids, docnos, np.array(scores)
+def measure(command, env=None):
+    """Wall seconds and peak RSS (MB) of ``command``, run under a fresh Python parent.
+
+    The parent's ``getrusage(RUSAGE_CHILDREN)`` then holds this command's peak
+    alone, not the largest of every tool run so far.
+    """
+    wrapper = [
+        sys.executable,
+        "-c",
+        "import json, resource, subprocess, sys, time;"
+        "start = time.perf_counter();"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+        "seconds = time.perf_counter() - start;"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024;"
+        "print(json.dumps([done.returncode, seconds, peak, done.stderr[-2000:]]))",
+        *command,
+    ]
+    out = subprocess.run(wrapper, env=env, capture_output=True, text=True, check=True).stdout
+    status, seconds, peak, stderr = json.loads(out.splitlines()[-1])
+    if status != 0:
+        raise RuntimeError(f"{command[0]} failed ({status}): {stderr}")
+    return seconds, peak
 
 
-def loadtxt_reader(path):
-    table = np.loadtxt(path, dtype=str)
-    return table[:, 0], table[:, 2], table[:, 4].astype(np.float64)
+def tools(args, qrels, run, cache):
+    """(name, command, environment) of every tool to time, with the reasons for those left out."""
+    env = {**os.environ, "LODESTAR_COMPILATION_CACHE": cache}
+    lodestar = [sys.executable, "-m", "lodestar", "evaluate", qrels, run, "-m", *LODESTAR_MEASURES]
+    chosen = [
+        ("lodestar, cold", lodestar, env),
+        ("lodestar, warm", lodestar, env),
+        ("lodestar --ignore-ties, warm", [*lodestar, "--ignore-ties"], env),
+    ]
+    skipped = []
+    binary = args.trec_eval or os.environ.get("TREC_EVAL") or shutil.which("trec_eval")
+    if binary:
+        command = [binary, *(f"-m{m}" for m in TREC_MEASURES), qrels, run]
+        chosen.append(("trec_eval (C)", command, None))
+    else:
+        skipped.append("trec_eval: no binary (give --trec-eval or set TREC_EVAL)")
+    for name, module, script in (
+        ("pytrec_eval", "pytrec_eval", PYTREC_EVAL),
+        ("ir_measures", "ir_measures", IR_MEASURES),
+        ("ranx", "ranx", RANX),
+    ):
+        if args.quick:
+            skipped.append(f"{name}: not run with --quick")
+            continue
+        try:
+            __import__(module)
+        except ImportError:
+            skipped.append(f"{name}: not installed")
+            continue
+        chosen.append((name, [sys.executable, "-c", script, qrels, run], None))
+    return chosen, skipped
 
 
-def compare_readers(run_path, lines, directory, rounds):
-    """Each reader ``rounds`` times, interleaved; the fastest of each is kept."""
-    sample = os.path.join(directory, "sample.txt")
-    with open(run_path, "rb") as source, open(sample, "wb") as out:
-        for _, line in zip(range(lines), source, strict=False):
-            out.write(line)
-    readers = {
-        "lodestar._trec.read.read_run": read.read_run,
-        "python line loop": python_loop_reader,
-        "np.loadtxt(dtype=str)": loadtxt_reader,
+def run_workload(name, queries, depth, args, directory):
+    qrels, run = write_files(directory, queries, depth, max(1, depth // 10))
+    lines = queries * depth
+    cache = os.path.join(directory, f"cache-{name}")
+    print(f"\n{name}: {queries:,} queries x {depth:,} documents = {lines:,} lines")
+    chosen, skipped = tools(args, qrels, run, cache)
+    results = {}
+    for rep in range(args.reps):
+        for tool, command, env in chosen:
+            if tool == "lodestar, cold":
+                shutil.rmtree(cache, ignore_errors=True)  # nothing compiled yet
+            if tool in ("ranx", "ir_measures") and lines > args.python_tool_lines:
+                results.setdefault(tool, None)
+                continue
+            seconds, peak = measure(command, env)
+            best = results.get(tool)
+            if best is None or seconds < best[0]:
+                results[tool] = (seconds, max(peak, best[1] if best else 0))
+            print(f"  [{rep + 1}/{args.reps}] {tool:<30} {seconds:8.2f} s {peak:8.0f} MB")
+    for note in skipped:
+        print(f"  skipped {note}")
+    warm = results["lodestar, warm"][0]
+    print(f"  {'tool':<30} {'seconds':>8} {'peak MB':>8} {'÷ lodestar warm':>16}")
+    for tool, value in results.items():
+        if value is None:
+            print(f"  {tool:<30} {'—':>8}   (not run above {args.python_tool_lines:,} lines)")
+            continue
+        print(f"  {tool:<30} {value[0]:8.2f} {value[1]:8.0f} {value[0] / warm:16.2f}")
+    return {
+        "queries": queries,
+        "depth": depth,
+        "lines": lines,
+        "results": {
+            t: None if v is None else {"seconds": v[0], "peak_mb": v[1]} for t, v in results.items()
+        },
+        "skipped": skipped,
     }
-    best = dict.fromkeys(readers, float("inf"))
-    for _ in range(rounds):
-        for name, reader in readers.items():
-            best[name] = min(best[name], timed(reader, sample)[1])
-    ours = best["lodestar._trec.read.read_run"]
-    print(f"\nreaders on {lines:,} lines (fastest of {rounds}; ratio to lodestar's)")
-    for name, seconds in best.items():
-        print(f"  {name:<24} {seconds:8.2f} s  {seconds / ours:5.2f}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
-    parser.add_argument("--queries", type=int, default=10_000)
-    parser.add_argument("--depth", type=int, default=1_000)
-    parser.add_argument("--judged", type=int, default=100, help="judged documents per query")
-    parser.add_argument("--compare-lines", type=int, default=500_000)
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of the reader comparison")
+    parser.add_argument("--quick", action="store_true", help="the small workload once")
+    parser.add_argument(
+        "--workloads",
+        nargs="+",
+        choices=list(WORKLOADS),
+        default=["small", "trec", "large"],
+        help="which workloads (default: all three)",
+    )
+    parser.add_argument("--trec-eval", metavar="BINARY", help="trec_eval's binary")
+    parser.add_argument(
+        "--reps", type=int, default=3, help="runs of each tool; the fastest is kept"
+    )
+    parser.add_argument(
+        "--python-tool-lines",
+        type=int,
+        default=2_000_000,
+        help="pure-Python tools (ranx, ir_measures) are skipped above this many lines",
+    )
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
     args = parser.parse_args(argv)
     if args.quick:
-        args.queries, args.depth, args.judged, args.compare_lines = 50, 40, 10, 1_000
-        args.rounds = 1
-    requests = names.parse_all(DEFAULT_MEASURES)
+        args.workloads, args.reps = ["small"], 1
+    report = {
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "python": sys.version.split()[0]},
+        "workloads": {},
+    }
     with tempfile.TemporaryDirectory() as directory:
-        qrels_path, run_path = write_files(directory, args.queries, args.depth, args.judged)
-        size = os.path.getsize(run_path)
-        lines = args.queries * args.depth
-        print(f"run: {args.queries:,} queries x {args.depth:,} documents = {lines:,} lines, ")
-        print(f"     {size / 2**20:.0f} MiB; qrels: {args.judged} judged per query")
-        qrels, qrels_time = timed(read.read_qrels, qrels_path)
-        run, run_time = timed(read.read_run, run_path)
-        print(f"read qrels      {qrels_time:8.2f} s")
-        print(f"read run        {run_time:8.2f} s  ({lines / run_time / 1e6:.2f} M lines/s)")
-        for label, ignore_ties in (("tie-averaged", False), ("--ignore-ties", True)):
-            joined, join_time = timed(join.join, qrels, run, docno_order=ignore_ties)
-            definitions = evaluate.Definitions(ignore_ties=ignore_ties)
-            # The first call compiles; the second is the steady state.
-            _, first = timed(evaluate.evaluate, joined, requests, definitions, max_grade=3)
-            _, second = timed(evaluate.evaluate, joined, requests, definitions, max_grade=3)
-            print(
-                f"{label:<14}  join {join_time:6.2f} s, evaluate {len(requests)} measures "
-                f"{first:6.2f} s (compiling), {second:6.2f} s (compiled)"
-            )
-        del run, qrels, joined
-        compare_readers(run_path, min(args.compare_lines, lines), directory, args.rounds)
+        for name in args.workloads:
+            queries, depth = WORKLOADS[name]
+            report["workloads"][name] = run_workload(name, queries, depth, args, directory)
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(report, file, indent=2)
     return 0
 
 

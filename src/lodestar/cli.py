@@ -743,6 +743,21 @@ def _configure_jax() -> None:
 _loader = None  # the thread that loads JAX while the files are read (console only)
 
 
+class _WithoutPandas:
+    """An import hook under which ``import pandas`` fails, for the program's own process.
+
+    pyarrow imports pandas, where installed, the first time it builds an array
+    (to recognise pandas objects): a second or more of start-up that the
+    command line, which never uses pandas, would pay on every run. Told that
+    pandas cannot be imported, pyarrow works without it.
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("the lodestar program does not use pandas", name=name)
+        return None
+
+
 def _load_jax() -> None:
     """Import and configure JAX and the kernels; run on a thread by :func:`console`."""
     try:
@@ -778,6 +793,8 @@ def console() -> None:
     global _loader
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _WithoutPandas())
     try:
         _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
         _loader.start()
