@@ -124,14 +124,35 @@ def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
     return int(value)
 
 
-def _prepare(scores, labels, where, weights, reduction, *, caller, nonnegative_labels, **packing):
+def _prepare(
+    scores,
+    labels,
+    where,
+    weights,
+    reduction,
+    *,
+    caller,
+    nonnegative_labels,
+    gain=None,
+    temperature=None,
+    **packing,
+):
     """Validate; lay packed lists out (``packing``: the segment options), one per block."""
     reduction = _validation.check_option(
         reduction, name="reduction", options=REDUCTIONS, caller=caller
     )
     lists = _lists.prepare(
-        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels, **packing
+        scores,
+        labels,
+        where,
+        caller=caller,
+        nonnegative_labels=nonnegative_labels,
+        gain=gain,
+        **packing,
     )
+    if temperature is not None:
+        dtype = _lists.compute_dtype(lists.scores, lists.labels)
+        _validation.check_temperature(temperature, dtype, caller=caller)
     weights = _lists.check_weights(weights, lists.scores.shape[:-1], caller=caller)
     return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
 
@@ -151,6 +172,26 @@ def _floating(scores, labels, valid):
     s = jnp.where(valid, scores.astype(dtype), 0)
     y = jnp.where(valid, labels.astype(dtype), 0)
     return s, y, dtype
+
+
+def _nan_rule(value, scores, labels, where, s, *, nonnegative_labels, gain=None):
+    """The per-list losses, NaN (with a NaN gradient) for lists the checks refuse.
+
+    Concrete inputs were refused before the kernel, so this acts on traced
+    ones only (decision 0003): a non-finite score or label, a negative label
+    where refused, or exp2 gains that overflow. ``s`` holds the floating
+    scores the loss was computed from.
+    """
+    dtype = _lists.compute_dtype(scores, labels)
+    bad = _validation.invalid_lists(
+        scores,
+        labels,
+        where,
+        nonnegative_labels=nonnegative_labels,
+        finite_scores=True,
+        overflow=_validation.gain_overflows(gain, labels, where, dtype),
+    )
+    return _validation.nan_with_nan_gradient(value, bad, s, _valid(scores, where))
 
 
 def _reduce(values, valid, weights, reduction):
@@ -208,6 +249,7 @@ def _softmax_kernel(scores, labels, where, weights, *, reduction):
     total = jnp.sum(y, axis=-1, keepdims=True)
     p = y / jnp.where(total > 0, total, 1)
     value = -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -230,6 +272,7 @@ def _listmle_kernel(scores, labels, where, weights, key, *, reduction):
     # Padding sits last, so -inf there leaves every real suffix sum unchanged.
     lse = lax.cumlogsumexp(jnp.where(valid_sorted, s_sorted, -jnp.inf), axis=axis, reverse=True)
     value = jnp.sum(jnp.where(valid_sorted, lse - s_sorted, 0), axis=-1)
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=False)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -242,6 +285,7 @@ def _pairwise_logistic_kernel(scores, labels, where, weights, temperature, *, re
     pair = _real_pairs(valid) & (_pairs(y) > 0)
     pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, dtype))
     value = jnp.sum(jnp.where(pair, pair_loss, 0), axis=(-2, -1))
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=False)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -282,6 +326,7 @@ def _lambda_kernel(scores, labels, where, weights, temperature, mu, *, reduction
     pair = _real_pairs(valid) & (_pairs(y) > 0)
     pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, dtype)) / _LN2
     value = jnp.sum(jnp.where(pair, lambdas * pair_loss, 0), axis=(-2, -1))
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -338,6 +383,7 @@ def _neural_ndcg_kernel(
     ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
     nonzero = ideal != 0
     value = -jnp.where(nonzero, dcg / jnp.where(nonzero, ideal, 1), 0)
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -599,6 +645,7 @@ def pairwise_logistic_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        temperature=temperature,
     )
     return _pairwise_logistic_kernel(
         scores, labels, where, weights, temperature, reduction=reduction
@@ -720,6 +767,8 @@ def lambda_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
+        temperature=temperature,
     )
     return _lambda_kernel(
         scores, labels, where, weights, temperature, mu, reduction=reduction, k=k, gain=gain
@@ -815,6 +864,8 @@ def approx_ndcg_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
+        temperature=temperature,
     )
     return _approx_ndcg(
         scores, labels, where, weights, temperature, reduction=reduction, k=k, gain=gain
@@ -929,6 +980,8 @@ def neural_ndcg_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
+        temperature=temperature,
     )
     return _neural_ndcg_kernel(
         scores,

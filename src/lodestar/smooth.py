@@ -120,6 +120,32 @@ def _floating(scores, labels, valid):
     return s, y, dtype
 
 
+def _nan_rule(value, scores, labels, where, s, *, nonnegative_labels=False, gain=None):
+    """NaN, with a NaN gradient, for each list holding a value the checks refuse.
+
+    Concrete inputs were refused before the kernel, so this only acts on
+    traced ones (decision 0003): a non-finite score or label, a negative label
+    where refused, or exp2 gains that overflow. Unlike the exact metrics, an
+    infinite score gives NaN too: a soft rank is a function of the score
+    values, not only of their order.
+    """
+    dtype = _lists.compute_dtype(scores, labels)
+    bad = _validation.invalid_lists(
+        scores,
+        labels,
+        where,
+        nonnegative_labels=nonnegative_labels,
+        finite_scores=True,
+        overflow=_validation.gain_overflows(gain, labels, where, dtype),
+    )
+    return _validation.nan_with_nan_gradient(value, bad, s, _valid(scores, where))
+
+
+def _check_temperature(temperature, lists, *, caller):
+    dtype = _lists.compute_dtype(lists.scores, lists.labels)
+    _validation.check_temperature(temperature, dtype, caller=caller)
+
+
 # --------------------------------------------------------------------------
 # Kernels
 # --------------------------------------------------------------------------
@@ -133,7 +159,9 @@ def _ranks_kernel(scores, where, temperature, *, method):
     if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape, dtype)
     s = jnp.where(valid, scores.astype(dtype), 0)
-    return _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
+    r = _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
+    # A non-finite score gives every real item of its list NaN, whatever the method.
+    return _nan_rule(r, scores, jnp.zeros(scores.shape, jnp.int8), where, s)
 
 
 def _soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
@@ -161,12 +189,16 @@ def _dcg_kernel(
     """Per-list smooth DCG; see :func:`dcg`. Inputs already validated."""
     valid = _valid(scores, where)
     s, y, dtype = _floating(scores, labels, valid)
-    if scores.shape[-1] == 0 or zero_discount:
-        # log_base 1 makes every discount 1 / inf = 0, whose gradient is 0 * inf.
+    if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape[:-1], dtype)
-    gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
-    temperature = jnp.asarray(temperature, dtype)
-    return _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
+    if zero_discount:
+        # log_base 1 makes every discount 1 / inf = 0, whose gradient is 0 * inf.
+        value = jnp.zeros(scores.shape[:-1], dtype)
+    else:
+        gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
+        temperature = jnp.asarray(temperature, dtype)
+        value = _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
+    return _nan_rule(value, scores, labels, where, s, gain=gain)
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
@@ -182,7 +214,8 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     value = _soft_dcg(s, gains, valid, temperature, 2.0, k, method=method, cut=cut)
     ideal = _gains.ideal_dcg(gains, valid, k=k)
     nonzero = ideal != 0
-    return jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
+    value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
+    return _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
 
 
 @functools.partial(jax.jit, static_argnames=("method",))
@@ -198,7 +231,8 @@ def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     first = jnp.where(
         relevant, jnp.exp(_soft_ranks.masked_log_softmax(s, relevant, -1, temperature)), 0
     )
-    return jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
+    value = jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
+    return _nan_rule(value, scores, labels, where, s)
 
 
 # --------------------------------------------------------------------------
@@ -302,6 +336,7 @@ def ranks(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
+    _check_temperature(temperature, lists, caller="ranks")
     return lists.per_item(_ranks_kernel(lists.scores, lists.where, temperature, method=method))
 
 
@@ -391,7 +426,9 @@ def dcg(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
     )
+    _check_temperature(temperature, lists, caller="dcg")
     value = _dcg_kernel(
         lists.scores,
         lists.labels,
@@ -490,7 +527,9 @@ def ndcg(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
     )
+    _check_temperature(temperature, lists, caller="ndcg")
     value = _ndcg_kernel(
         lists.scores,
         lists.labels,
@@ -587,6 +626,7 @@ def reciprocal_rank(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
+    _check_temperature(temperature, lists, caller="reciprocal_rank")
     value = _reciprocal_rank_kernel(
         lists.scores, lists.labels, lists.where, temperature, method=method
     )

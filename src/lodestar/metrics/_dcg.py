@@ -239,7 +239,7 @@ def ndcg(
     """
     gain = _validation.check_gain(gain, caller="ndcg")
     ideal_labels, ideal_where = _validation.check_ideal(
-        ideal_labels, ideal_where, scores, segments, caller="ndcg"
+        ideal_labels, ideal_where, scores, segments, caller="ndcg", labels=labels, gain=gain
     )
     return _kernel.evaluate(
         NDCG,
