@@ -350,10 +350,15 @@ def _neuralsort_log_permutation(s, valid, temperature, iterations):
     """
     n = s.shape[-1]
     m = jnp.sum(valid, axis=-1, keepdims=True)
-    logits = _soft_ranks.neuralsort_logits(s, valid) / temperature
     used = jnp.arange(n) < m
     mask = used[..., :, None] & valid[..., None, :]
-    log_p = jnp.where(mask, logits - _masked_logsumexp(logits, mask, -1), 0)
+    # Each row's maximum is subtracted before the division by the temperature,
+    # so that a small one cannot overflow the logits (inf - inf); what still
+    # underflows to -inf is raised to a floor that exp() takes to 0, which
+    # keeps the Sinkhorn steps finite and gives those entries a zero gradient.
+    logits = _soft_ranks.neuralsort_logits(s, valid)
+    log_p = _soft_ranks.masked_log_softmax(logits, mask, -1, temperature)
+    log_p = jnp.where(mask, jnp.maximum(log_p, jnp.finfo(s.dtype).min / 4), 0)
 
     def scale_once(_, log_p):
         # Columns, then rows (as allRank), in log space; the result is row-stochastic.
