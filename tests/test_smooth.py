@@ -587,7 +587,7 @@ def test_temperature_below_the_smallest_normal_is_refused(method, dtype):
             call(float(tiny) / 4)
         assert str(info.value) == (
             f"The 'temperature' parameter of {name} must be a float in the range "
-            f"[{tiny}, inf) when computing in {np.dtype(dtype).name}: a smaller one is "
+            f"[{tiny!s}, inf) when computing in {np.dtype(dtype).name}: a smaller one is "
             f"flushed to zero. For the hard-rank limit use lodestar.metrics. "
             f"Got {float(tiny) / 4!r} instead."
         )

@@ -624,7 +624,7 @@ def check_ideal(
         else:
             traced_check(jnp.logical_not(failed), message)
     others = [scores] if labels is None else [scores, labels]
-    dtype = compute_dtype(*(dtype_of(x) for x in others), ideal_labels.dtype)
+    dtype = compute_dtype(*(dtype_of(x) for x in others))
     check_gains(ideal_labels, ideal_where, gain, dtype, caller=caller, name="ideal_labels")
     return ideal_labels, ideal_where
 
