@@ -54,8 +54,23 @@ labels, one-item and fully padded lists, and scores of :math:`\pm 10^6`.
 Half-precision inputs are computed, and returned, in float32, as in
 :mod:`lodestar.metrics`. Options and shapes are checked when the function is
 traced; NaN and infinity in real items (and negative labels, where gains or
-label distributions need them non-negative) raise :class:`ValueError` on
-concrete arrays.
+label distributions need them non-negative, and ``gain="exp2"`` labels whose
+gains overflow the dtype: below 128 in float32, 1024 in float64) raise
+:class:`ValueError` on concrete arrays. A ``temperature`` below the smallest
+normal number of the dtype (1.2e-38 in float32) is refused, under ``jit``
+too; from there up values and gradients are never NaN.
+
+**Bad values under jit.** Traced values cannot be refused, so a list holding
+one (a NaN or infinite score or label, a refused negative label, overflowing
+exp2 gains) gets a per-list loss of NaN, and so does the reduced loss; with
+``reduction="none"`` only that list is NaN. The gradient is NaN for that
+list's real items (0 for its padding), so that an optimiser sees the NaN;
+every other list keeps its value and gradient. See decision 0003.
+
+>>> bad = labels.at[0, 1].set(jnp.nan)
+>>> per_list = jax.jit(lambda s, y: losses.softmax_loss(s, y, reduction="none"))
+>>> print(jnp.round(per_list(scores, bad), 4))
+[   nan 2.0743]
 
 **Rank-aware losses.** :func:`lambda_loss` takes its current ranks from the
 exact rank engine of :mod:`lodestar.metrics` (ties broken by descending index,
@@ -438,6 +453,8 @@ def softmax_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
@@ -532,6 +549,8 @@ def listmle_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
@@ -610,10 +629,13 @@ def pairwise_logistic_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``temperature`` is not a
-        float in (0, inf).
+        float in (0, inf), or is below the smallest normal number of the
+        compute dtype (1.2e-38 in float32).
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, or a
         negative or non-finite weight.
@@ -721,14 +743,19 @@ def lambda_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``. A list without a relevant item has a loss of 0.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``mu`` is not a float in [0, inf);
-        ``temperature`` is not a float in (0, inf).
+        ``temperature`` is not a float in (0, inf), or is below the smallest
+        normal number of the compute dtype (1.2e-38 in float32).
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, or a negative or non-finite weight.
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp
@@ -829,13 +856,19 @@ def approx_ndcg_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses, in
       [-1, 0], for ``"none"``. A list without a relevant item has a loss of 0.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
-        None and not an int >= 1; ``temperature`` is not a float in (0, inf).
+        None and not an int >= 1; ``temperature`` is not a float in (0, inf),
+        or is below the smallest normal number of the compute dtype (1.2e-38
+        in float32).
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, or a negative or non-finite weight.
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp
@@ -939,14 +972,19 @@ def neural_ndcg_loss(
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses,
       about [-1, 0], for ``"none"``. A list without a relevant item has a loss
       of 0.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
-        None and not an int >= 1; ``temperature`` is not a float in (0, inf);
-        ``sinkhorn_iterations`` is not an int >= 0.
+        None and not an int >= 1; ``temperature`` is not a float in (0, inf),
+        or is below the smallest normal number of the compute dtype (1.2e-38
+        in float32); ``sinkhorn_iterations`` is not an int >= 0.
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, or a negative or non-finite weight.
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp

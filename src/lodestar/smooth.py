@@ -59,9 +59,21 @@ value per list, with the values and gradients of each list padded on its own.
 
 **Numerics.** Half-precision inputs are computed in float32, as in
 :mod:`lodestar.metrics`. Values and gradients stay finite for tied scores,
-scores of :math:`\pm 10^6`, temperatures down to :math:`10^{-6}`, one-item and
-fully padded lists. Options are checked when the function is traced; NaN and
-infinity in real items raise on concrete arrays, as in :mod:`lodestar.metrics`.
+scores of :math:`\pm 10^6`, one-item and fully padded lists, and every
+temperature from the smallest normal number of the compute dtype
+(:math:`1.2 \times 10^{-38}` in float32, :math:`2.2 \times 10^{-308}` in
+float64) up, where the soft ranks are the hard ones; a smaller temperature
+would be flushed to zero and is refused. Options are checked when the function
+is traced; NaN and infinity in real items raise on concrete arrays, as in
+:mod:`lodestar.metrics`, and so do ``gain="exp2"`` labels whose gains overflow
+(below 128 in float32, 1024 in float64).
+
+**Bad values under jit.** Traced values cannot be refused, so a list holding
+a NaN or infinite score or label (or a negative label in :func:`ndcg`, or
+overflowing exp2 gains) gives NaN: its value, every real item's soft rank,
+and the gradient with respect to its real scores. Other lists are unaffected.
+Unlike the exact metrics, an infinite score gives NaN, since a soft rank is a
+function of the score values. See decision 0003.
 
 References:
   Qin, Liu & Li, "A general approximation framework for direct optimization of
@@ -300,9 +312,12 @@ def ranks(
 
     Returns:
       ``(..., n)`` soft ranks, floating (half precision widened to float32).
+      Under ``jit``, every real item of a list holding a NaN or infinite
+      score gets NaN, whatever the method.
 
     Raises:
-      InvalidParameterError: ``temperature`` is not a float in (0, inf);
+      InvalidParameterError: ``temperature`` is not a float in (0, inf), or
+        is below the smallest normal number of the compute dtype;
         ``method`` is unknown.
       ValueError: ``scores`` is a scalar; ``where`` is not a boolean array of the
         same shape; on concrete inputs, a real item holds NaN or infinity.
@@ -388,14 +403,18 @@ def dcg(
         list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      ``(...)`` smooth DCG of each list; 0 for a list with no real item.
+      ``(...)`` smooth DCG of each list; 0 for a list with no real item; under
+      ``jit``, NaN for a list with a value refused on concrete inputs.
 
     Raises:
-      InvalidParameterError: ``temperature`` or ``log_base`` is not in (0, inf);
+      InvalidParameterError: ``temperature`` or ``log_base`` is not in (0, inf),
+        ``temperature`` is below the smallest normal number of the compute
+        dtype, or ``log_base`` outside the normal numbers JAX passes it as
+        (float32 without ``jax_enable_x64``);
         ``method`` or ``gain`` is unknown; ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity.
+        a real item holds NaN or infinity, or ``gain="exp2"`` gains overflow.
 
     Example:
       >>> import jax.numpy as jnp
@@ -495,11 +514,13 @@ def ndcg(
       contribute, while the ideal is cut exactly.
 
     Raises:
-      InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` or
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` or
         ``gain`` is unknown; ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN, infinity or a negative label.
+        a real item holds NaN, infinity or a negative label, or
+        ``gain="exp2"`` gains overflow.
 
     Example:
       >>> import jax
@@ -596,7 +617,8 @@ def reciprocal_rank(
       with no relevant or no real item.
 
     Raises:
-      InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` is
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` is
         unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
