@@ -6,6 +6,7 @@ at position 0 and receives the discount ``1 / log_b(0 + 2) = 1`` for ``b = 2``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -51,6 +52,7 @@ def _exact_exp2(labels: jax.Array) -> jax.Array:
     return jnp.where(finite, split, jnp.exp2(labels))
 
 
+@functools.partial(jax.jit, static_argnames=("dtype",))
 def exp2_overflows(labels: jax.Array, valid: jax.Array, dtype) -> jax.Array:
     """Per list: whether ``2 ** label`` summed over the real items overflows ``dtype``.
 
