@@ -1,11 +1,15 @@
 """lodestar.datasets: the synthetic generator and the svmlight/LETOR reader."""
 
 import gzip
+import re
+import zlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lodestar import InvalidParameterError, datasets, metrics
 
@@ -442,3 +446,226 @@ def test_load_parameter_refusals(tmp_path, kwargs, message):
 def test_load_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         datasets.load_svmlight(tmp_path / "absent.txt")
+
+
+# --------------------------------------------------------------------------
+# load_svmlight on hostile bytes
+# --------------------------------------------------------------------------
+
+
+def test_load_refuses_a_huge_feature_id_unless_n_features_says_so(tmp_path):
+    path = write(tmp_path, "1 qid:1 1:1\n0 qid:1 2147483647:1\n")
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path)
+    assert str(info.value) == (
+        f"{path}:2: feature id 2147483647 in '2147483647:1' is above 65536, the most "
+        "features load_svmlight infers from the ids; pass n_features=2147483647 or more if "
+        "the file has that many (each document's features then take 8.0 GiB)"
+    )
+    path = write(tmp_path, "1 qid:1 65536:1\n")
+    assert datasets.load_svmlight(path).features.shape == (1, 1, 65536)
+    path = write(tmp_path, "1 qid:1 70000:2\n")
+    with pytest.raises(ValueError, match=r":1: feature id 70000 .* is above 65536"):
+        datasets.load_svmlight(path)
+    data = datasets.load_svmlight(path, n_features=70000)
+    assert data.features.shape == (1, 1, 70000) and data.features[0, 0, -1] == 2
+
+
+def test_load_refuses_truncated_or_corrupt_gzip_with_an_oserror_naming_the_file(tmp_path):
+    compressed = gzip.compress(GOOD.encode())
+    cases = {
+        "truncated.gz": compressed[: len(compressed) // 2],
+        "header_only.gz": compressed[:3],
+        "no_trailer.gz": compressed[:-4],
+        "corrupt.gz": compressed[:10] + b"\xff" * 20 + compressed[30:],
+        "trailing_garbage.gz": compressed + b"garbage",
+    }
+    for name, data in cases.items():
+        path = write(tmp_path, data, name)
+        with pytest.raises(OSError) as info:
+            datasets.load_svmlight(path)
+        assert type(info.value) is OSError
+        assert str(info.value).startswith(f"{path}: cannot decompress the gzip data: ")
+        assert isinstance(info.value.__cause__, (EOFError, zlib.error, OSError))
+    # Two gzip members are read one after the other, as gzip itself does.
+    two = gzip.compress(GOOD.encode()) + gzip.compress(b"3 qid:8 1:1\n")
+    assert datasets.load_svmlight(write(tmp_path, two, "two.gz")).qids.tolist() == [10, 7, 8]
+
+
+def test_load_skips_a_utf8_byte_order_mark(tmp_path):
+    check_good(datasets.load_svmlight(write(tmp_path, b"\xef\xbb\xbf" + GOOD.encode())))
+    check_good(
+        datasets.load_svmlight(
+            write(tmp_path, gzip.compress(b"\xef\xbb\xbf" + GOOD.encode()), "bom.gz")
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "data, line, message",
+    [
+        (
+            b"1 qid:1 1:0.5\x00\n",
+            1,
+            "expected a finite number as the value of feature 1, got '0.5\\x00'",
+        ),
+        (b"\x00\x00\n", 1, "expected a finite number as the label, got '\\x00\\x00'"),
+        (
+            b"1 qid:1 1:1 # caf\xe9\n\xff qid:2 1:1\n",
+            2,
+            "expected a finite number as the label, got '\\\\xff'",
+        ),
+        (
+            b"1 qid:1\xc2\xa01:1\n",
+            1,
+            "expected a non-negative integer query id, got 'qid:1\\xa01:1'",
+        ),
+        (
+            b"1 qid:1 1:1\r0 qid:1 1:2\r",
+            1,
+            "expected a feature '<id>:<value>', got '0' (the line holds a carriage return: "
+            "only a line feed, alone or after a carriage return, ends a line)",
+        ),
+        (
+            b"1 qid:1 1:" + b"9" * 500 + b"\n",
+            1,
+            "expected a finite number as the value of feature 1, got '"
+            + "9" * 60
+            + "' (first 60 of 500 bytes)",
+        ),
+        (
+            b"1 qid:1234567890123456789 1:1\n",
+            1,
+            "expected a non-negative integer query id, got 'qid:1234567890123456789'",
+        ),
+    ],
+)
+def test_load_refuses_hostile_bytes_naming_file_and_line(tmp_path, data, line, message):
+    path = write(tmp_path, data)
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path)
+    assert str(info.value) == f"{path}:{line}: {message}"
+
+
+def test_load_reads_documented_oddities_soundly(tmp_path):
+    # Vertical tabs and form feeds separate fields; negative labels and
+    # values too small for the dtype (read as 0) are read as they are.
+    data = datasets.load_svmlight(write(tmp_path, b"-3 qid:0 1:1\x0b2:1e-60\x0c3:2\r\n"))
+    np.testing.assert_array_equal(data.features, [[[1.0, 0.0, 2.0]]])
+    np.testing.assert_array_equal(data.labels, [[-3.0]])
+    np.testing.assert_array_equal(data.qids, [0])
+
+
+def test_load_names_the_file_when_the_arrays_do_not_fit(tmp_path, monkeypatch):
+    path = write(tmp_path, GOOD)
+
+    def no_memory(shape, dtype):
+        raise MemoryError(f"Unable to allocate array with shape {shape}")
+
+    monkeypatch.setattr(datasets.np, "zeros", no_memory)
+    with pytest.raises(MemoryError) as info:
+        datasets.load_svmlight(path)
+    assert str(info.value) == (
+        f"{path}: the padded features, of shape (2, 3, 3), take 72 bytes: more than can be "
+        "allocated"
+    )
+
+
+# Fuzzing: the only outcomes allowed are a sound result, or ValueError naming
+# the file and a line of it, or OSError naming the file (gzip faults).
+
+_HOSTILE = b"\x00\r\n\t\x0b\x0c :#-+.eE0123456789qid\xff\xef\xbb\xbf\x1f\x8bnaif"
+
+
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def check_outcome(path, data, **options):
+    """Load ``data`` from ``path``; allow only a sound result or a clean, located refusal."""
+    path.write_bytes(data)
+    try:
+        result = datasets.load_svmlight(path, **options)
+    except ValueError as error:
+        match = re.fullmatch(rf"{re.escape(str(path))}:(\d+): (.+)", str(error), re.DOTALL)
+        assert match, str(error)
+        assert "malformed line" not in match[2]
+        text = gzip.decompress(data) if data.startswith(b"\x1f\x8b") else data
+        assert 1 <= int(match[1]) <= text.count(b"\n") + 1
+        return "refused"
+    except OSError as error:
+        assert type(error) is OSError and str(error).startswith(f"{path}: "), error
+        return "oserror"
+    features, labels, where, qids = result
+    assert features.dtype == labels.dtype == np.float32 and where.dtype == bool
+    assert features.shape[:2] == labels.shape == where.shape
+    assert features.shape[0] == qids.shape[0] and features.shape[2] <= 65536
+    assert np.all(np.isfinite(features)) and np.all(np.isfinite(labels))
+    assert np.all(qids >= 0)
+    # Real documents first in each row, and every row holds one.
+    assert np.all(np.diff(where.astype(int), axis=1) <= 0) and np.all(where[:, :1])
+    assert np.all(features[~where] == 0) and np.all(labels[~where] == 0)
+    return "read"
+
+
+@st.composite
+def svmlight_lines(draw):
+    """Valid-looking text: labels, query ids, features and comments, then mutated."""
+    lines = []
+    qid = draw(st.integers(0, 3))
+    for _ in range(draw(st.integers(0, 6))):
+        qid += draw(st.sampled_from([0, 0, 1]))
+        features = draw(st.lists(st.tuples(st.integers(1, 9), st.floats(-1e3, 1e3)), max_size=4))
+        tokens = [f"{draw(st.integers(0, 4))}", f"qid:{qid}"] + [f"{i}:{v!r}" for i, v in features]
+        if draw(st.booleans()):
+            tokens.append("# comment")
+        lines.append(" ".join(tokens))
+    text = bytearray("\n".join(lines).encode())
+    for _ in range(draw(st.integers(0, 4))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "replace", "duplicate"]))
+        byte = draw(st.sampled_from(list(_HOSTILE)))
+        if action == "insert":
+            text[at:at] = bytes([byte])
+        elif action == "delete":
+            del text[at : at + draw(st.integers(1, 5))]
+        elif action == "replace" and at < len(text):
+            text[at] = byte
+        else:
+            text[at:at] = text[at : at + draw(st.integers(1, 12))]
+    return bytes(text)
+
+
+@settings(max_examples=150)
+@given(data=st.binary(max_size=200))
+def test_fuzz_random_bytes(fuzz_dir, data):
+    check_outcome(fuzz_dir / "random.txt", data)
+    check_outcome(fuzz_dir / "random_magic.txt", b"\x1f\x8b" + data)
+
+
+@settings(max_examples=250)
+@given(data=svmlight_lines(), n_features=st.sampled_from([None, 5]))
+def test_fuzz_mutated_lines(fuzz_dir, data, n_features):
+    check_outcome(fuzz_dir / "mutated.txt", data, n_features=n_features)
+
+
+@settings(max_examples=100)
+@given(data=st.data())
+def test_fuzz_truncated_and_flipped_gzip(fuzz_dir, data):
+    compressed = gzip.compress(data.draw(svmlight_lines()))
+    cut = data.draw(st.integers(0, len(compressed)))
+    assert check_outcome(fuzz_dir / "cut.gz", compressed[:cut]) in (
+        ("read",) if cut == len(compressed) else ("oserror", "refused", "read")
+    )
+    flipped = bytearray(compressed)
+    at = data.draw(st.integers(0, len(flipped) - 1))
+    flipped[at] ^= data.draw(st.integers(1, 255))
+    check_outcome(fuzz_dir / "flipped.gz", bytes(flipped))
+
+
+@pytest.mark.slow
+@settings(max_examples=5000)
+@given(data=svmlight_lines(), n_features=st.sampled_from([None, 5]))
+def test_fuzz_mutated_lines_thoroughly(fuzz_dir, data, n_features):
+    check_outcome(fuzz_dir / "mutated.txt", data, n_features=n_features)

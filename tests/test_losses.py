@@ -485,3 +485,101 @@ def test_approx_ndcg_matches_rax(rax, temperature):
     approx_ndcg = rax.approx_t12n(rax.ndcg_metric, temperature=temperature)
     theirs = approx_ndcg(scores, labels, where=where, reduce_fn=None)
     np.testing.assert_allclose(ours, theirs, **TIGHT)
+
+
+# --------------------------------------------------------------------------
+# Refused values under jit, gain overflow, tiny temperatures
+# --------------------------------------------------------------------------
+
+REFUSED_UNDER_JIT = {
+    # corruption of row 0 -> whether every loss refuses it (else: the listed ones)
+    "nan_label": lambda s, y: (s, y.at[0, 1].set(jnp.nan)),
+    "inf_label": lambda s, y: (s, y.at[0, 1].set(jnp.inf)),
+    "nan_score": lambda s, y: (s.at[0, 2].set(jnp.nan), y),
+    "inf_score": lambda s, y: (s.at[0, 2].set(-jnp.inf), y),
+    "negative_label": lambda s, y: (s, y.at[0, 1].set(-1.0)),
+}
+NEGATIVE_LABELS_ACCEPTED = {"listmle_loss", "pairwise_logistic_loss"}
+
+
+@pytest.mark.parametrize("corruption", list(REFUSED_UNDER_JIT))
+@pytest.mark.parametrize("name", NAMES)
+def test_refused_values_under_jit_give_nan_for_that_list_and_its_gradient(name, corruption):
+    loss = LOSSES[name]
+    scores, labels = _graded(11)
+    where = jnp.array([[True, True, True, True, False]] + [[True] * 5] * 2)
+    scores, labels = REFUSED_UNDER_JIT[corruption](scores, labels)
+    refused = not (corruption == "negative_label" and name in NEGATIVE_LABELS_ACCEPTED)
+
+    per_list = jax.jit(lambda s, y: loss(s, y, where=where, reduction="none"))(scores, labels)
+    mean, grad = jax.jit(jax.value_and_grad(lambda s, y: loss(s, y, where=where)))(scores, labels)
+    assert bool(jnp.isnan(per_list[0])) == refused
+    assert bool(jnp.isnan(mean)) == refused
+    assert np.all(np.isfinite(per_list[1:]))
+    # An optimiser sees the NaN: every real item of that list gets a NaN
+    # gradient, padding 0, the other lists their own finite gradient.
+    assert bool(jnp.all(jnp.isnan(grad[0, :4]))) == refused
+    assert float(grad[0, 4]) == 0.0
+    assert np.all(np.isfinite(grad[1:]))
+    clean = jax.grad(lambda s: loss(s, labels, where=where, reduction="none")[1:].sum())(scores)
+    np.testing.assert_allclose(grad[1:], clean[1:] / 3, **TIGHT)
+    # Eagerly, the same input is refused.
+    if refused:
+        with pytest.raises(ValueError):
+            loss(scores, labels, where=where)
+
+
+EXP2_LOSSES = ["lambda_loss", "approx_ndcg_loss", "neural_ndcg_loss"]
+
+
+@pytest.mark.parametrize("name", EXP2_LOSSES)
+def test_exp2_gains_that_overflow_are_refused_eagerly_and_nan_under_jit(name):
+    loss = LOSSES[name]
+    scores = jnp.array([[0.3, 0.2, 0.1], [0.3, 0.2, 0.1]], jnp.float32)
+    labels = jnp.array([[128.0, 1.0, 0.0], [2.0, 1.0, 0.0]], jnp.float32)
+    with pytest.raises(ValueError) as info:
+        loss(scores, labels)
+    assert str(info.value) == (
+        "Input labels is too large for gain='exp2' in float32: the gains 2**label - 1 of a "
+        "list must sum to less than 3.4028235e+38, the largest float32, so every label must "
+        "be below 128. Use smaller labels, gain='linear', or float64 (labels below 1024)."
+    )
+    # Two labels of 127 overflow their sum; one alone does not.
+    with pytest.raises(ValueError, match="too large for gain='exp2'"):
+        loss(scores, labels.at[0, :2].set(127.0))
+    value, grad = jax.value_and_grad(loss)(scores, labels.at[0, 0].set(127.0))
+    assert np.isfinite(float(value)) and np.all(np.isfinite(grad))
+    # float64 holds labels below 1024; linear gains hold any finite label.
+    assert np.isfinite(float(loss(scores.astype(F64), labels.astype(F64))))
+    assert np.isfinite(float(loss(scores, labels, gain="linear")))
+    grad = jax.jit(jax.grad(lambda s: loss(s, labels)))(scores)
+    per_list = jax.jit(lambda s, y: loss(s, y, reduction="none"))(scores, labels)
+    assert bool(jnp.isnan(per_list[0])) and bool(jnp.isfinite(per_list[1]))
+    assert np.all(np.isnan(grad[0])) and np.all(np.isfinite(grad[1]))
+
+
+TEMPERATURE_LOSSES = ["pairwise_logistic_loss", *EXP2_LOSSES]
+
+
+@pytest.mark.parametrize("name", TEMPERATURE_LOSSES)
+def test_temperature_below_the_smallest_normal_is_refused(name):
+    loss = LOSSES[name]
+    scores = jnp.array([0.9, 0.1, 0.5], jnp.float32)
+    labels = jnp.array([1.0, 0.0, 2.0], jnp.float32)
+    with pytest.raises(InvalidParameterError) as info:
+        loss(scores, labels, temperature=1e-45)
+    assert str(info.value) == (
+        f"The 'temperature' parameter of {name} must be a float in the range "
+        "[1.1754944e-38, inf) when computing in float32: a smaller one is flushed to zero. "
+        "For the hard-rank limit use lodestar.metrics. Got 1e-45 instead."
+    )
+    with pytest.raises(InvalidParameterError, match=r"\[2.2250738585072014e-308, inf\)"):
+        jax.jit(lambda s: loss(s, labels.astype(F64), temperature=1e-310))(scores.astype(F64))
+    # At the smallest normal temperature the smooth losses are finite, and so
+    # is every gradient; the pairwise terms may overflow to inf, never NaN.
+    value, grad = jax.value_and_grad(loss)(scores, labels, temperature=1.2e-38)
+    assert not np.isnan(float(value))
+    assert np.all(np.isfinite(grad))
+    if name in ("approx_ndcg_loss", "neural_ndcg_loss"):
+        exact = -metrics.ndcg(scores, labels, gain="exp2")
+        np.testing.assert_allclose(float(value), float(exact), rtol=1e-6)

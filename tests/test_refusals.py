@@ -55,19 +55,67 @@ SAME_AS_SKLEARN = [
     ("dcg_score", (np.ones((2, 2, 2)), np.ones((2, 2, 2))), {}),
     ("dcg_score", (np.zeros((0, 3)), np.zeros((0, 3))), {}),
     ("ndcg_score", ([["a", "b"]], [[1.0, 2.0]]), {}),
+    ("dcg_score", (np.array([[1 + 1j, 2.0]]), [[1.0, 2.0]]), {}),
+    ("ndcg_score", ([[1.0, 2.0]], np.array([[1 + 0j, 2.0]])), {}),
+    ("reciprocal_rank_score", (np.array([[1 + 1j, 2.0]]), [[1.0, 2.0]]), {}),
+    ("dcg_score", (np.zeros((2, 0)), np.zeros((2, 0))), {}),
+    ("ndcg_score", (np.zeros((2, 0)), np.zeros((2, 0))), {}),
+    ("dcg_score", (np.zeros((2, 3)), np.zeros((2, 0))), {}),
+    ("dcg_score", (5, GOOD_SCORE), {}),
+    ("ndcg_score", (None, GOOD_SCORE), {}),
+    ("dcg_score", (GOOD_TRUE, "ab"), {}),
+    ("dcg_score", (GOOD_TRUE, GOOD_SCORE), dict(sample_weight=5)),
+    ("ndcg_score", (GOOD_TRUE, GOOD_SCORE), dict(k=0, sample_weight=5)),
 ]
+
+
+def _sklearn(name):
+    """scikit-learn's function; reciprocal rank refuses as dcg_score does."""
+    return getattr(sklearn_metrics, "dcg_score" if name == "reciprocal_rank_score" else name)
 
 
 @pytest.mark.parametrize("name, args, kwargs", SAME_AS_SKLEARN)
 def test_refusals_match_sklearn(name, args, kwargs):
     with pytest.raises(Exception) as theirs:
-        getattr(sklearn_metrics, name)(*args, **kwargs)
+        _sklearn(name)(*args, **kwargs)
     with pytest.raises(Exception) as ours:
         getattr(lsk, name)(*args, **kwargs)
     assert str(ours.value) == str(theirs.value)
     # scikit-learn's InvalidParameterError is a ValueError and a TypeError; so is ours.
     for base in (ValueError, TypeError, ZeroDivisionError):
         assert isinstance(ours.value, base) == isinstance(theirs.value, base)
+
+
+@pytest.mark.parametrize("name", ["dcg_score", "ndcg_score", "reciprocal_rank_score"])
+@pytest.mark.parametrize("which", ["y_true", "y_score", "sample_weight"])
+def test_sparse_input_is_refused_as_scikit_learn_refuses_it(name, which):
+    sparse = pytest.importorskip("scipy.sparse")
+    args = dict(y_true=np.array(GOOD_TRUE), y_score=np.array(GOOD_SCORE), sample_weight=None)
+    args[which] = sparse.csr_matrix([1.0, 2.0] if which == "sample_weight" else args[which])
+    with pytest.raises(Exception) as theirs:
+        _sklearn(name)(**args)
+    with pytest.raises(InvalidParameterError) as ours:
+        getattr(lsk, name)(**args)
+    assert str(ours.value) == str(theirs.value).replace(_sklearn(name).__name__, name)
+    assert str(ours.value).startswith(f"The '{which}' parameter of {name} must be an array-like")
+
+
+@pytest.mark.parametrize("log_base", [1e-300, 1e300, 1e-30, 1 + 1e-12, 1 - 1e-12])
+def test_extreme_log_bases_agree_with_sklearn(log_base):
+    theirs = sklearn_metrics.dcg_score(GOOD_TRUE, GOOD_SCORE, log_base=log_base)
+    ours = lsk.dcg_score(GOOD_TRUE, GOOD_SCORE, log_base=log_base)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_subnormal_log_base_is_refused():
+    # scikit-learn computes with it; XLA flushes it to zero, so lodestar refuses.
+    with pytest.raises(InvalidParameterError) as error:
+        lsk.dcg_score(GOOD_TRUE, GOOD_SCORE, log_base=1e-320)
+    assert str(error.value) == (
+        "The 'log_base' parameter of dcg_score must be a float in the range "
+        "[2.2250738585072014e-308, 1.7976931348623157e+308] (the normal float64 numbers; "
+        "a smaller base is flushed to zero). Got 1e-320 instead."
+    )
 
 
 def test_single_document_dcg_uses_ndcg_sentence():
@@ -140,6 +188,64 @@ def test_degenerate_bases_are_accepted_quietly(recwarn):
 
 S = jnp.array([[0.5, 0.5, 0.2]], jnp.float32)
 L = jnp.array([[1.0, 0.0, 2.0]], jnp.float32)
+
+
+def test_exp2_gain_overflow_is_refused_with_the_dtype_limit():
+    big = L.at[0, 0].set(128.0)
+    message = (
+        "Input labels is too large for gain='exp2' in float32: the gains 2**label - 1 of a "
+        "list must sum to less than 3.4028235e+38, the largest float32, so every label must "
+        "be below 128. Use smaller labels, gain='linear', or float64 (labels below 1024)."
+    )
+    for metric in (metrics.dcg, metrics.ndcg):
+        with pytest.raises(ValueError) as caught:
+            metric(S, big, gain="exp2")
+        assert str(caught.value) == message
+        with pytest.raises(ValueError, match="too large for gain='exp2'"):
+            metric(S, L.at[0, :2].set(127.0), gain="exp2")  # the sum overflows
+        assert bool(jnp.all(jnp.isfinite(metric(S, L.at[0, 0].set(127.0), gain="exp2"))))
+        assert bool(jnp.all(jnp.isfinite(metric(S, big))))  # linear gains: fine
+        assert bool(jnp.isnan(jax.jit(lambda s, y, m=metric: m(s, y, gain="exp2"))(S, big)[0]))
+    with pytest.raises(ValueError) as caught:
+        metrics.dcg(S.astype(jnp.float64), L.at[0, 0].set(1024.0).astype(jnp.float64), gain="exp2")
+    assert str(caught.value) == (
+        "Input labels is too large for gain='exp2' in float64: the gains 2**label - 1 of a "
+        "list must sum to less than 1.7976931348623157e+308, the largest float64, so every "
+        "label must be below 1024. Use smaller labels, gain='linear'."
+    )
+    with pytest.raises(ValueError, match="Input ideal_labels is too large for gain='exp2'"):
+        metrics.ndcg(S, L, gain="exp2", ideal_labels=jnp.array([[200.0, 1.0]]))
+    jitted = jax.jit(lambda s, y, i: metrics.ndcg(s, y, gain="exp2", ideal_labels=i))
+    assert bool(jnp.isnan(jitted(S, L, jnp.array([[200.0, 1.0]]))[0]))
+
+
+def test_refused_ideal_labels_give_nan_under_jit():
+    jitted = jax.jit(lambda s, y, i: metrics.ndcg(s, y, ideal_labels=i))
+    for bad in (-1.0, jnp.nan, jnp.inf):
+        assert bool(jnp.isnan(jitted(S, L, jnp.array([[bad, 1.0]]))[0]))
+    assert bool(jnp.isfinite(jitted(S, L, jnp.array([[2.0, 1.0]]))[0]))
+
+
+@pytest.mark.parametrize("log_base", [1e-300, 1e300, 1e-30, 1 + 1e-12])
+def test_extreme_log_bases_are_computed_in_float32(log_base):
+    # The base is carried in float64 under x64 and its logarithm is taken
+    # there, so float32 lists get float64's value to float32 precision.
+    expected = metrics.dcg(S.astype(jnp.float64), L.astype(jnp.float64), log_base=log_base)
+    got = metrics.dcg(S, L, log_base=log_base)
+    assert bool(jnp.all(jnp.isfinite(got)))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_log_bases_that_float32_cannot_carry_are_refused_without_x64():
+    with jax.enable_x64(False):
+        with pytest.raises(InvalidParameterError) as caught:
+            metrics.dcg(S, L, log_base=1e300)
+        assert str(caught.value) == (
+            "The 'log_base' parameter of dcg must be a float in the range "
+            "[1.1754944e-38, 3.4028235e+38] (the normal float32 numbers, since "
+            "jax_enable_x64 is off). Got 1e+300 instead."
+        )
+        assert bool(jnp.all(jnp.isfinite(metrics.dcg(S, L, log_base=1e30))))
 
 
 @pytest.mark.parametrize(

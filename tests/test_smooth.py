@@ -540,3 +540,98 @@ def test_long_sigmoid_ranks_never_hold_the_pairs_in_memory():
     )
     pairs_bytes = batch * n * n * 4
     assert compiled.memory_analysis().temp_size_in_bytes < pairs_bytes / 8
+
+
+# --------------------------------------------------------------------------
+# Refused values under jit, tiny temperatures, gain overflow, extreme bases
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_nan_score_makes_the_whole_list_nan_under_jit_and_vmap(method):
+    scores = jnp.array([[0.1, jnp.nan, 0.5, 0.3], [0.1, 0.9, 0.5, 0.3]])
+    where = jnp.array([[True, True, True, False], [True] * 4])
+
+    def ranks(s, w):
+        return smooth.ranks(s, where=w, method=method, temperature=0.1)
+
+    for got in (jax.jit(ranks)(scores, where), jax.vmap(ranks)(scores, where)):
+        assert bool(jnp.all(jnp.isnan(got[0, :3]))), got
+        assert float(got[0, 3]) == 0.0  # padding keeps rank 0
+        np.testing.assert_allclose(got[1], ranks(scores[1], where[1]), atol=1e-12)
+    # An infinite score too: a soft rank depends on the score values.
+    got = jax.jit(ranks)(scores.at[0, 1].set(jnp.inf), where)
+    assert bool(jnp.all(jnp.isnan(got[0, :3])))
+    grad = jax.grad(lambda s: jnp.nansum(jax.jit(ranks)(s, where) * jnp.arange(4.0)))(scores)
+    assert bool(jnp.all(jnp.isnan(grad[0, :3]))) and float(grad[0, 3]) == 0.0
+    assert bool(jnp.all(jnp.isfinite(grad[1])))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_temperature_below_the_smallest_normal_is_refused(method, dtype):
+    tiny = np.finfo(dtype).tiny
+    scores = jnp.array([0.1, 0.9, 0.5, 0.5], dtype)
+    labels = jnp.array([1.0, 0.0, 2.0, 1.0], dtype)
+    for name, call in [
+        ("ranks", lambda t: smooth.ranks(scores, temperature=t, method=method)),
+        ("ndcg", lambda t: smooth.ndcg(scores, labels, temperature=t, method=method)),
+        (
+            "reciprocal_rank",
+            lambda t: jax.jit(
+                lambda s: smooth.reciprocal_rank(s, labels, temperature=t, method=method)
+            )(scores),
+        ),
+    ]:
+        with pytest.raises(InvalidParameterError) as info:
+            call(float(tiny) / 4)
+        assert str(info.value) == (
+            f"The 'temperature' parameter of {name} must be a float in the range "
+            f"[{tiny!s}, inf) when computing in {np.dtype(dtype).name}: a smaller one is "
+            f"flushed to zero. For the hard-rank limit use lodestar.metrics. "
+            f"Got {float(tiny) / 4!r} instead."
+        )
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+@pytest.mark.parametrize("scale", [1.0, 1e6])
+def test_the_smallest_normal_temperature_gives_the_hard_ranks(method, dtype, scale):
+    # Scores far above the temperature (s / T overflows) must still rank:
+    # ties averaged, values and gradients finite.
+    tiny = float(np.finfo(dtype).tiny)
+    scores = jnp.array([0.1, 0.9, 0.5, 0.5], dtype) * scale
+    labels = jnp.array([1.0, 0.0, 2.0, 1.0], dtype)
+    got = smooth.ranks(scores, temperature=tiny, method=method)
+    np.testing.assert_array_equal(got, [4.0, 1.0, 2.5, 2.5])
+    value, grad = jax.value_and_grad(smooth.ndcg)(
+        scores, labels, temperature=tiny, method=method, k=2
+    )
+    assert np.isfinite(float(value)) and bool(jnp.all(jnp.isfinite(grad)))
+
+
+def test_exp2_gains_that_overflow_are_refused_and_nan_under_jit():
+    scores = jnp.array([[0.1, 0.9, 0.5], [0.1, 0.9, 0.5]], jnp.float32)
+    labels = jnp.array([[200.0, 0.0, 1.0], [2.0, 0.0, 1.0]], jnp.float32)
+    for function in (smooth.dcg, smooth.ndcg):
+        with pytest.raises(ValueError, match=r"too large for gain='exp2' in float32"):
+            function(scores, labels, gain="exp2")
+        got = jax.jit(lambda s, y, f=function: f(s, y, gain="exp2"))(scores, labels)
+        assert bool(jnp.isnan(got[0])) and bool(jnp.isfinite(got[1]))
+        assert bool(
+            jnp.all(jnp.isfinite(function(scores, labels.at[0, 0].set(127.0), gain="exp2")))
+        )
+
+
+@pytest.mark.parametrize("log_base", [1e-300, 1e300, 1e-30, 1 + 1e-12])
+def test_extreme_log_bases_are_computed_in_float32_as_in_float64(log_base):
+    scores = np.array([[0.1, 0.9, 0.5]])
+    labels = np.array([[1.0, 0.0, 2.0]])
+    expected = smooth.dcg(scores, labels, log_base=log_base, temperature=0.01)
+    got = smooth.dcg(
+        scores.astype(np.float32), labels.astype(np.float32), log_base=log_base, temperature=0.01
+    )
+    assert bool(jnp.all(jnp.isfinite(expected)))
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    exact = metrics.dcg(scores, labels, log_base=log_base)
+    np.testing.assert_allclose(expected, exact, rtol=1e-6)

@@ -6,6 +6,7 @@ at position 0 and receives the discount ``1 / log_b(0 + 2) = 1`` for ``b = 2``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -51,6 +52,28 @@ def _exact_exp2(labels: jax.Array) -> jax.Array:
     return jnp.where(finite, split, jnp.exp2(labels))
 
 
+@functools.partial(jax.jit, static_argnames=("dtype",))
+def exp2_overflows(labels: jax.Array, valid: jax.Array, dtype) -> jax.Array:
+    """Per list: whether ``2 ** label`` summed over the real items overflows ``dtype``.
+
+    The exp2 gains ``2 ** label - 1`` of such a list, or its (ideal) DCG, would
+    be infinite. NaN and infinite labels are ignored here (the value checks
+    refuse them on their own).
+
+    Args:
+      labels: ``(..., n)`` labels, any numeric dtype.
+      valid: ``(..., n)`` mask of real items.
+      dtype: The floating dtype the gains are computed in.
+
+    Returns:
+      ``(...)`` booleans.
+    """
+    y = labels.astype(dtype)
+    counted = valid & jnp.isfinite(y)
+    powers = jnp.where(counted, _exact_exp2(jnp.where(counted, y, 0)), 0)
+    return ~jnp.isfinite(jnp.sum(powers, axis=-1))
+
+
 def discount_table(n: int, *, k, log_base, dtype) -> jax.Array:
     """Prefix sums ``W`` of the DCG discounts ``1 / log_b(p + 2)``, zero from ``k`` on.
 
@@ -86,6 +109,14 @@ def discount_at(rank: jax.Array, log_base) -> jax.Array:
     (fractional) ranks. The order of operations is scikit-learn's,
     ``1 / (log(rank + 1) / log(b))``.
 
+    ``log(b)`` is taken in the base's own dtype (float64 under
+    ``jax_enable_x64``, even when the ranks are float32) and only then cast to
+    the ranks' dtype: a base such as ``1e300`` or ``1e-300`` has no float32
+    value, but its logarithm (about 690.8 in magnitude) does, and every
+    discount stays finite. Bases that even their own dtype cannot carry are
+    refused by :func:`lodestar._validation.check_log_base`. With a float64
+    rank this is exactly scikit-learn's arithmetic.
+
     Args:
       rank: 1-based ranks, integer-valued or not, of a floating dtype.
       log_base: The logarithm base in (0, inf); a Python float or a traced scalar.
@@ -93,7 +124,8 @@ def discount_at(rank: jax.Array, log_base) -> jax.Array:
     Returns:
       The discounts, of ``rank``'s shape and dtype.
     """
-    return 1 / (jnp.log(rank + 1) / jnp.log(jnp.asarray(log_base, rank.dtype)))
+    log_of_base = jnp.log(jnp.asarray(log_base)).astype(rank.dtype)
+    return 1 / (jnp.log(rank + 1) / log_of_base)
 
 
 def ideal_candidates(gains: jax.Array, valid: jax.Array) -> jax.Array:

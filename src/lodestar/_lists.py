@@ -26,6 +26,7 @@ def prepare(
     segments=None,
     max_segments=None,
     max_segment_size=None,
+    gain=None,
 ) -> _segments.Lists:
     """Validate ``(scores, labels, where)`` and lay packed lists out for a kernel.
 
@@ -38,6 +39,9 @@ def prepare(
       segments: ``(..., n)`` integer list ids, or None.
       max_segments: See :func:`lodestar._segments.split`.
       max_segment_size: See :func:`lodestar._segments.split`.
+      gain: The gain the labels go through, if any: with ``"exp2"``, a list
+        whose gains overflow the compute dtype is refused (checked on each
+        list once laid out, after the other value checks).
 
     Returns:
       The :class:`lodestar._segments.Lists` to hand a kernel.
@@ -49,7 +53,7 @@ def prepare(
     _validation.check_values(
         scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels
     )
-    return _segments.split(
+    lists = _segments.split(
         scores,
         labels,
         where,
@@ -58,6 +62,19 @@ def prepare(
         max_segment_size=max_segment_size,
         caller=caller,
     )
+    _validation.check_gains(
+        lists.labels, lists.where, gain, compute_dtype(scores, labels), caller=caller
+    )
+    return lists
+
+
+def gain_overflows(gain, scores: jax.Array, labels: jax.Array, where: jax.Array | None):
+    """Per list, whether ``gain="exp2"`` overflows the compute dtype; None for other gains.
+
+    ``scores``, ``labels`` and ``where`` are laid out one list per row (see
+    :func:`prepare`); the result feeds the NaN rule of decision 0003.
+    """
+    return _validation.gain_overflows(gain, labels, where, compute_dtype(scores, labels))
 
 
 def compute_dtype(*arrays: jax.Array):
@@ -67,11 +84,7 @@ def compute_dtype(*arrays: jax.Array):
     not widen them. With no floating input the default float dtype is used.
     Half-precision results are widened to float32.
     """
-    floating = [a.dtype for a in arrays if jnp.issubdtype(a.dtype, jnp.floating)]
-    dtype = jnp.result_type(*floating) if floating else jax.dtypes.canonicalize_dtype(float)
-    if jnp.finfo(dtype).bits < 32:
-        dtype = jnp.dtype(jnp.float32)
-    return dtype
+    return _validation.compute_dtype(*(a.dtype for a in arrays))
 
 
 def valid(scores: jax.Array, where: jax.Array | None) -> jax.Array:

@@ -187,35 +187,38 @@ def _softsort_ranks(s, valid, temperature):
     return _expected_positions(logits, valid, temperature)
 
 
-def _isotonic_blocks(z_sorted, m):
+def _isotonic_blocks(u_sorted, m, temperature):
     r"""Pool adjacent violators for the permutahedron projection, in O(n).
 
-    Solves :math:`\min_{v_1 \ge \dots \ge v_m} \lVert v - (z - w) \rVert^2`
-    over the first ``m`` entries of the descending ``z_sorted``, with
-    :math:`w = (m, m-1, \dots, 1)`, by a stack of blocks: push each entry, and
-    merge the two top blocks while their means violate the order. There are at
-    most ``m`` pushes and ``m - 1`` merges, so the single ``while_loop`` runs at
-    most ``2m`` O(1) steps.
+    With :math:`z = u / T`, solves :math:`\min_{v_1 \ge \dots \ge v_m} \lVert
+    v - (z - w) \rVert^2` over the first ``m`` entries of the descending
+    ``u_sorted``, with :math:`w = (m, m-1, \dots, 1)`, by a stack of blocks:
+    push each entry, and merge the two top blocks while their means violate
+    the order. There are at most ``m`` pushes and ``m - 1`` merges, so the
+    single ``while_loop`` runs at most ``2m`` O(1) steps.
 
     A block holding sorted positions ``[a, b)`` is stored by its start ``a``
-    and the mean of ``z`` over it; the mean of ``w`` over it is
+    and the mean of ``u`` over it; the mean of ``w`` over it is
     ``m - (a + b - 1) / 2`` exactly, so the huge ``z`` of a small temperature
-    never absorbs the small ``w`` (two blocks violate the order iff
-    ``mean_z1 - mean_z2 < (b2 - a1) / 2``).
+    never absorbs the small ``w``. Two blocks violate the order iff
+    ``mean_z1 - mean_z2 < (b2 - a1) / 2``, compared as
+    ``2 (mean_u1 - mean_u2) < (b2 - a1) T`` in the scores' own scale: ``z``
+    itself is never formed, so scores far larger than the temperature (whose
+    ``z`` would overflow) still project.
 
     Returns:
-      ``(block_id, block_start, block_end, z_mean)``, each of shape ``(n,)``, for
+      ``(block_id, block_start, block_end, u_mean)``, each of shape ``(n,)``, for
       the block of every sorted position (meaningless past ``m``).
     """
-    n = z_sorted.shape[0]
-    dtype = z_sorted.dtype
+    n = u_sorted.shape[0]
+    dtype = u_sorted.dtype
     starts = jnp.zeros(n + 1, jnp.int32)
     means = jnp.zeros(n, dtype)
 
     def violated(i, top, starts, means):
         lo, hi = jnp.maximum(top - 2, 0), jnp.maximum(top - 1, 0)
         gap = means[lo] - means[hi]
-        return (top >= 2) & (gap < (i - starts[lo]).astype(dtype) / 2)
+        return (top >= 2) & (2 * gap < (i - starts[lo]).astype(dtype) * temperature)
 
     def cond(state):
         i, top, starts, means = state
@@ -232,7 +235,7 @@ def _isotonic_blocks(z_sorted, m):
             second / jnp.where(merge, first + second, 1)
         )
         slot = jnp.where(merge, lo, top)
-        value = jnp.where(merge, merged, z_sorted[jnp.minimum(i, n - 1)])
+        value = jnp.where(merge, merged, u_sorted[jnp.minimum(i, n - 1)])
         means = means.at[slot].set(value, mode="drop")
         starts = starts.at[top].set(jnp.where(merge, starts[top], i), mode="drop")
         i = i + jnp.where(merge, 0, 1)
@@ -248,54 +251,60 @@ def _isotonic_blocks(z_sorted, m):
     return block_id, starts[block_id], ends[block_id], means[block_id]
 
 
-def _project_forward(z, valid):
-    n = z.shape[0]
+def _project_forward(u, valid, temperature):
+    n = u.shape[0]
     m = count(valid)
-    # Real items by descending z (ascending score), padding last.
-    order = jnp.argsort(jnp.where(valid, -z, jnp.inf), stable=True)
-    z_sorted = z[order]
-    block_id, start, end, z_mean = _isotonic_blocks(z_sorted, m)
+    # Real items by descending u (ascending score), padding last.
+    order = jnp.argsort(jnp.where(valid, -u, jnp.inf), stable=True)
+    u_sorted = u[order]
+    block_id, start, end, u_mean = _isotonic_blocks(u_sorted, m, temperature)
     used = jnp.arange(n) < m
-    dtype = z.dtype
+    dtype = u.dtype
     w_mean = m.astype(dtype) - (start + end - 1).astype(dtype) / 2
-    out_sorted = jnp.where(used, w_mean + (z_sorted - z_mean), 0)
+    # Within a block the u lie within about (b - a) T of their mean, so the
+    # offset is O(n); a block of one item has an offset of exactly 0.
+    offset = jnp.where(used, (u_sorted - u_mean) / temperature, 0)
+    out_sorted = jnp.where(used, w_mean + offset, 0)
     out = jnp.zeros(n, dtype).at[order].set(out_sorted)
     size = jnp.maximum(end - start, 1).astype(dtype)
-    return out, (order, block_id, size, used)
+    return out, (order, block_id, size, used, offset, temperature)
 
 
 @jax.custom_vjp
-def _project_permutahedron(z, valid):
-    r"""Euclidean projection of the real entries of ``z`` onto the permutahedron.
+def _project_permutahedron(u, valid, temperature):
+    r"""Euclidean projection of the real entries of ``u / temperature`` onto the permutahedron.
 
     The permutahedron is that of :math:`(m, m-1, \dots, 1)` for the ``m`` real
     items; padding gets 0. One list (1-D) at a time.
     """
-    return _project_forward(z, valid)[0]
+    return _project_forward(u, valid, temperature)[0]
 
 
-def _project_fwd(z, valid):
-    out, residuals = _project_forward(z, valid)
-    return out, residuals
+def _project_fwd(u, valid, temperature):
+    return _project_forward(u, valid, temperature)
 
 
 def _project_bwd(residuals, g):
-    # The Jacobian is I minus block-wise averaging (Blondel et al. 2020, Prop. 4).
-    order, block_id, size, used = residuals
+    # The Jacobian in z = u / T is I minus block-wise averaging (Blondel et
+    # al. 2020, Prop. 4); in u it is that over T, and in T minus the offsets
+    # (u - mean u) / T over T.
+    order, block_id, size, used, offset, temperature = residuals
     n = g.shape[0]
     g_sorted = jnp.where(used, g[order], 0)
     block_sum = jax.ops.segment_sum(g_sorted, block_id, num_segments=n)
     grad_sorted = jnp.where(used, g_sorted - block_sum[block_id] / size, 0)
-    return jnp.zeros_like(g).at[order].set(grad_sorted), None
+    grad_u = jnp.zeros_like(g).at[order].set(grad_sorted / temperature)
+    grad_temperature = -jnp.sum(grad_sorted * offset) / temperature
+    return grad_u, None, grad_temperature.astype(temperature.dtype)
 
 
 _project_permutahedron.defvjp(_project_fwd, _project_bwd)
 
 
 def _permutahedron_ranks(s, valid, temperature):
-    z = -s / temperature
-    shape = z.shape
-    flat = jax.vmap(_project_permutahedron)(z.reshape(-1, shape[-1]), valid.reshape(-1, shape[-1]))
+    shape = s.shape
+    project = jax.vmap(_project_permutahedron, in_axes=(0, 0, None))
+    flat = project(-s.reshape(-1, shape[-1]), valid.reshape(-1, shape[-1]), temperature)
     return flat.reshape(shape)
 
 

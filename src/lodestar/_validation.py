@@ -33,6 +33,8 @@ import numpy as np
 from jax._src import config as _jax_config
 from jax.experimental import checkify
 
+from lodestar import _gains
+
 # A JAX configuration option rather than a module global, so that it is part
 # of jit's tracing and compilation cache keys: turning it on retraces functions
 # that were traced without the checks instead of silently reusing them.
@@ -138,17 +140,69 @@ def check_k(k, *, caller: str) -> int | None:
     return int(k)
 
 
+def traced_float_dtype() -> np.dtype:
+    """The dtype a Python float takes on its way into a jitted function.
+
+    float64 with ``jax_enable_x64`` (globally or in a :func:`jax.enable_x64`
+    context), float32 without.
+    """
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+
+
 def check_log_base(log_base, *, caller: str) -> float:
-    """Return ``log_base`` as a float in (0, inf); refuse anything else.
+    """Return ``log_base`` as a float in (0, inf) that the kernels can carry.
 
     A base below 1 is accepted (the discounts turn negative) and a base of
-    exactly 1 is accepted (every discount is 0), as in scikit-learn.
+    exactly 1 is accepted (every discount is 0), as in scikit-learn. The base
+    reaches the jitted kernels as a traced float of :func:`traced_float_dtype`,
+    where its logarithm is taken, so it must be a normal number of that dtype:
+    without ``jax_enable_x64`` a base such as ``1e300`` would arrive as
+    infinity, and a subnormal base such as ``1e-320`` is flushed to zero by
+    XLA. Every base in ``[1.2e-38, 3.4e38]`` is carried (all normal float64
+    bases under ``jax_enable_x64``), and its logarithm, at most 745 in
+    magnitude, keeps every discount finite.
 
     Raises:
       InvalidParameterError: ``log_base`` is not a real number in (0, inf):
-        zero, negative, NaN, infinite, a bool, or not a number at all.
+        zero, negative, NaN, infinite, a bool, or not a number at all; or it
+        lies outside the normal numbers of :func:`traced_float_dtype`.
     """
-    return check_positive_float(log_base, name="log_base", caller=caller)
+    value = check_positive_float(log_base, name="log_base", caller=caller)
+    dtype = traced_float_dtype()
+    info = np.finfo(dtype)
+    if not float(info.tiny) <= value <= float(info.max):
+        why = (
+            "the normal float64 numbers; a smaller base is flushed to zero"
+            if dtype == np.float64
+            else "the normal float32 numbers, since jax_enable_x64 is off"
+        )
+        raise InvalidParameterError(
+            f"The 'log_base' parameter of {caller} must be a float in the range "
+            f"[{info.tiny!s}, {info.max!s}] ({why}). Got {log_base!r} instead."
+        )
+    return value
+
+
+def check_temperature(temperature: float, dtype, *, caller: str) -> None:
+    """Refuse a temperature below the smallest normal number of the compute ``dtype``.
+
+    ``temperature`` has passed :func:`check_positive_float`. XLA flushes
+    subnormal numbers to zero, so a temperature below ``finfo(dtype).tiny``
+    (1.2e-38 in float32, 2.2e-308 in float64) would divide by zero and give
+    NaN soft ranks. That small a temperature is the hard-rank limit, which the
+    exact metrics compute. A static check: it raises under ``jit`` too.
+
+    Raises:
+      InvalidParameterError: ``temperature`` is below ``finfo(dtype).tiny``.
+    """
+    info = np.finfo(dtype)
+    if temperature < float(info.tiny):
+        raise InvalidParameterError(
+            f"The 'temperature' parameter of {caller} must be a float in the range "
+            f"[{info.tiny!s}, inf) when computing in {np.dtype(dtype).name}: a smaller one "
+            f"is flushed to zero. For the hard-rank limit use lodestar.metrics. "
+            f"Got {temperature!r} instead."
+        )
 
 
 def check_positive_float(value, *, name: str, caller: str) -> float:
@@ -249,10 +303,28 @@ def check_lists(scores, labels, where, *, caller: str):
     return scores, labels, where
 
 
-def _as_numeric_array(x, *, name: str, caller: str) -> jax.Array:
+def dtype_of(x) -> np.dtype:
+    """The dtype of an array, or of what ``numpy.asarray`` makes of an array-like."""
     dtype = getattr(x, "dtype", None)
-    if dtype is None:
-        dtype = np.asarray(x).dtype
+    return np.dtype(np.asarray(x).dtype if dtype is None else dtype)
+
+
+def compute_dtype(*dtypes):
+    """The floating dtype a function computes and returns in, from its inputs' dtypes.
+
+    Floating inputs promote among themselves; integer and boolean inputs do
+    not widen them. With no floating input the default float dtype is used.
+    Half-precision results are widened to float32.
+    """
+    floating = [d for d in dtypes if jnp.issubdtype(d, jnp.floating)]
+    dtype = jnp.result_type(*floating) if floating else jax.dtypes.canonicalize_dtype(float)
+    if jnp.finfo(dtype).bits < 32:
+        dtype = jnp.dtype(jnp.float32)
+    return dtype
+
+
+def _as_numeric_array(x, *, name: str, caller: str) -> jax.Array:
+    dtype = dtype_of(x)
     if not (
         jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_)
     ) or jnp.issubdtype(dtype, jnp.complexfloating):
@@ -338,6 +410,35 @@ def check_values(
             traced_check(jnp.logical_not(failed[index]), message)
 
 
+def invalid_lists(
+    scores: jax.Array,
+    labels: jax.Array,
+    where: jax.Array | None,
+    *,
+    nonnegative_labels: bool,
+    finite_scores: bool = False,
+    overflow: jax.Array | None = None,
+) -> jax.Array:
+    """Per list, whether it holds a value that the value checks refuse.
+
+    A NaN score (any non-finite score with ``finite_scores``), a NaN or
+    infinite label, a negative label where refused, or a list flagged in
+    ``overflow`` (see :func:`gain_overflows`). Padding is never inspected.
+    Returns a boolean array of the lists' batch shape.
+    """
+    bad = jnp.zeros(labels.shape, bool)
+    if jnp.issubdtype(scores.dtype, jnp.inexact):
+        bad = ~jnp.isfinite(scores) if finite_scores else jnp.isnan(scores)
+    if jnp.issubdtype(labels.dtype, jnp.inexact):
+        bad = bad | ~jnp.isfinite(labels)
+    if nonnegative_labels:
+        bad = bad | (labels < 0)
+    if where is not None:
+        bad = bad & where
+    bad = jnp.any(bad, axis=-1)
+    return bad if overflow is None else bad | overflow
+
+
 def nan_for_invalid_values(
     value: jax.Array,
     scores: jax.Array,
@@ -345,6 +446,7 @@ def nan_for_invalid_values(
     where: jax.Array | None,
     *,
     nonnegative_labels: bool,
+    overflow: jax.Array | None = None,
 ) -> jax.Array:
     """``value`` with NaN for each list holding a NaN score or a refused label.
 
@@ -352,19 +454,96 @@ def nan_for_invalid_values(
     :func:`value_checks_under_jit` is on. A NaN score leaves a list without a
     ranking, and a NaN or infinite label (or a negative one where refused)
     makes its metric meaningless, yet either would give a plausible number.
-    An infinite score still ranks (first or last), so it is left alone.
-    ``value`` has the lists' batch shape, the arrays one more axis.
+    So do labels whose ``gain="exp2"`` gains overflow (``overflow``, from
+    :func:`gain_overflows`). An infinite score still ranks (first or last), so
+    it is left alone. ``value`` has the lists' batch shape, the arrays one
+    more axis.
     """
-    bad = jnp.zeros(labels.shape, bool)
-    if jnp.issubdtype(scores.dtype, jnp.inexact):
-        bad = jnp.isnan(scores)
-    if jnp.issubdtype(labels.dtype, jnp.inexact):
-        bad = bad | ~jnp.isfinite(labels)
-    if nonnegative_labels:
-        bad = bad | (labels < 0)
-    if where is not None:
-        bad = bad & where
-    return jnp.where(jnp.any(bad, axis=-1), jnp.nan, value)
+    bad = invalid_lists(
+        scores, labels, where, nonnegative_labels=nonnegative_labels, overflow=overflow
+    )
+    return jnp.where(bad, jnp.nan, value)
+
+
+def nan_with_nan_gradient(
+    value: jax.Array, bad: jax.Array, s: jax.Array, valid: jax.Array
+) -> jax.Array:
+    """``value`` with NaN for the lists flagged ``bad``, and a NaN gradient for them.
+
+    The rule of the smooth metrics and the losses, which are differentiated: a
+    list that the value checks would refuse gives NaN, and so does the
+    gradient of that NaN with respect to each of the list's real scores, so
+    that an optimiser sees the NaN instead of a zero or a plausible step.
+    Padding keeps a zero gradient, and every other list keeps its own value
+    and gradient.
+
+    Args:
+      value: ``(...)`` one value per list, or ``(..., n)`` one per item (then
+        only real items turn NaN; padding keeps its value).
+      bad: ``(...)`` boolean, the lists to turn NaN.
+      s: ``(..., n)`` the floating scores the value was computed from, finite
+        or not; the NaN gradient reaches the inputs through them.
+      valid: ``(..., n)`` the mask of real items.
+    """
+    # The sum is multiplied by NaN only in bad lists: in the others the factor
+    # is 0, whose gradient 0 * (cotangent 0) keeps them free of NaN.
+    factor = jnp.where(bad, jnp.nan, 0).astype(s.dtype)
+    anchor = (jnp.sum(jnp.where(valid, s, 0), axis=-1) * factor).astype(value.dtype)
+    if value.ndim == s.ndim:
+        return jnp.where(bad[..., None] & valid, anchor[..., None], value)
+    return jnp.where(bad, anchor, value)
+
+
+def exp2_overflow_message(dtype, *, name: str = "labels") -> str:
+    """The refusal of labels whose ``gain="exp2"`` gains overflow ``dtype``."""
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype)
+    wider = f", or float64 (labels below {np.finfo(np.float64).maxexp})."
+    if dtype == np.float64:
+        wider = "."
+    return (
+        f"Input {name} is too large for gain='exp2' in {dtype.name}: the gains "
+        f"2**label - 1 of a list must sum to less than {info.max!s}, the largest "
+        f"{dtype.name}, so every label must be below {info.maxexp}. Use smaller labels, "
+        f"gain='linear'{wider}"
+    )
+
+
+def gain_overflows(gain, labels: jax.Array, where: jax.Array | None, dtype) -> jax.Array | None:
+    r"""Per list, whether its ``gain="exp2"`` gains overflow ``dtype``; None for other gains.
+
+    The gains :math:`2^\ell - 1` of a list's real items, and so its DCG (with
+    the base-2 discounts, at most 1) and its ideal DCG, stay finite exactly
+    when their sum does: in float32 every label must be below 128, in float64
+    below 1024, and fewer may come near that. NaN and infinite labels are left
+    to :func:`check_values`.
+    """
+    if not (isinstance(gain, str) and gain == "exp2"):
+        return None
+    valid = jnp.ones(labels.shape, bool) if where is None else where
+    return _gains.exp2_overflows(labels, valid, dtype)
+
+
+def check_gains(labels, where, gain, dtype, *, caller: str, name: str = "labels") -> None:
+    """Refuse labels whose ``gain="exp2"`` gains overflow the compute ``dtype``.
+
+    Eager on concrete arrays, :func:`traced_check` under trace, like
+    :func:`check_values`; padding is never inspected. Under ``jit`` without
+    the checks, the functions turn such a list's value into NaN.
+
+    Raises:
+      ValueError: on concrete inputs, the exp2 gains of a list overflow ``dtype``.
+    """
+    overflow = gain_overflows(gain, labels, where, dtype)
+    if overflow is None:
+        return
+    failed = jnp.any(overflow)
+    message = exp2_overflow_message(dtype, name=name)
+    if is_concrete(failed):
+        if bool(failed):
+            raise ValueError(message)
+    else:
+        traced_check(jnp.logical_not(failed), message)
 
 
 def check_labels_at_most(
@@ -391,14 +570,21 @@ def check_labels_at_most(
         traced_check(jnp.logical_not(exceeded), message)
 
 
-def check_ideal(ideal_labels, ideal_where, scores, segments, *, caller: str):
+def check_ideal(
+    ideal_labels, ideal_where, scores, segments, *, caller: str, labels=None, gain=None
+):
     """Check NDCG's ``ideal_labels`` and ``ideal_where``; return them as arrays (or None).
+
+    With ``gain="exp2"`` the ideal labels' gains must not overflow the dtype
+    the metric computes in (that of ``scores`` and ``labels``). On traced
+    arrays the same checks give NaN instead (:func:`nan_for_invalid_ideal`).
 
     Raises:
       ValueError: ``ideal_labels`` is not numeric, does not share the batch
         shape of ``scores``, or comes with ``segments``; ``ideal_where`` comes
         without ``ideal_labels``, is not boolean or differs in shape; on
-        concrete arrays, a real ideal label is NaN, infinite or negative.
+        concrete arrays, a real ideal label is NaN, infinite or negative, or
+        its ``gain="exp2"`` gains overflow.
     """
     if ideal_labels is None:
         if ideal_where is not None:
@@ -437,7 +623,27 @@ def check_ideal(ideal_labels, ideal_where, scores, segments, *, caller: str):
                 raise ValueError(message)
         else:
             traced_check(jnp.logical_not(failed), message)
+    others = [scores] if labels is None else [scores, labels]
+    dtype = compute_dtype(*(dtype_of(x) for x in others))
+    check_gains(ideal_labels, ideal_where, gain, dtype, caller=caller, name="ideal_labels")
     return ideal_labels, ideal_where
+
+
+def nan_for_invalid_ideal(value, ideal_labels, ideal_where, gain, dtype) -> jax.Array:
+    """``value`` with NaN for each list whose ``ideal_labels`` the checks would refuse.
+
+    The traced counterpart of :func:`check_ideal` (decision 0003): a NaN,
+    infinite or negative real ideal label, or ideal gains that overflow
+    ``dtype``, would make the ideal DCG, and so the NDCG, meaningless.
+    """
+    bad = invalid_lists(
+        ideal_labels,
+        ideal_labels,
+        ideal_where,
+        nonnegative_labels=True,
+        overflow=gain_overflows(gain, ideal_labels, ideal_where, dtype),
+    )
+    return jnp.where(bad, jnp.nan, value)
 
 
 def check_num_relevant(num_relevant, scores, segments, max_segments, *, caller: str):

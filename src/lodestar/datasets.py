@@ -29,6 +29,7 @@ import math
 import numbers
 import os
 import re
+import zlib
 from typing import NamedTuple
 
 import jax
@@ -298,18 +299,35 @@ _QID_RE = re.compile(rb"qid:(\d{1,18})", re.ASCII)
 _FEATURES_RE = re.compile(rb"(?:\d+:" + _NUMBER + rb"(?:\s+\d+:" + _NUMBER + rb")*)?\s*", re.ASCII)
 _FEATURE_ID_RE = re.compile(rb"-?\d+", re.ASCII)
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
 _MAX_FEATURE_ID = 2**31 - 1
+# The widest feature axis inferred from the ids alone. Learning-to-rank
+# collections have a few hundred features (MSLR-WEB 136, Istella 220, Yahoo!
+# 700); an id far beyond is more likely a typo or hostile input, and would
+# make every document's dense feature vector that long. n_features lifts it.
+_MAX_INFERRED_FEATURES = 2**16
+_SHOWN_BYTES = 60
 
 
 def _show(token: bytes) -> str:
-    return repr(token.decode("utf-8", "backslashreplace"))
+    shown = repr(token[:_SHOWN_BYTES].decode("utf-8", "backslashreplace"))
+    if len(token) > _SHOWN_BYTES:
+        shown += f" (first {_SHOWN_BYTES} of {len(token)} bytes)"
+    return shown
+
+
+def _nbytes(size: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} bytes"
 
 
 def _finite(text: bytes, limit: float) -> bool:
     return _NUMBER_RE.fullmatch(text) is not None and abs(float(text)) <= limit
 
 
-def _line_error(body: bytes, *, n_features: int | None, limit: float) -> str | None:
+def _line_error(body: bytes, *, n_features: int | None, limit: float, itemsize: int) -> str | None:
     """What is wrong with one non-blank line (comment removed); None if nothing.
 
     This is the slow, token-by-token reading that words the refusals; the
@@ -336,6 +354,13 @@ def _line_error(body: bytes, *, n_features: int | None, limit: float) -> str | N
             return f"feature id {feature} in {_show(token)} exceeds n_features={n_features}"
         if feature > _MAX_FEATURE_ID:
             return f"feature id {feature} in {_show(token)} is too large"
+        if n_features is None and feature > _MAX_INFERRED_FEATURES:
+            return (
+                f"feature id {feature} in {_show(token)} is above {_MAX_INFERRED_FEATURES}, "
+                "the most features load_svmlight infers from the ids; pass "
+                f"n_features={feature} or more if the file has that many (each document's "
+                f"features then take {_nbytes(feature * itemsize)})"
+            )
         if not _finite(value, limit):
             return f"expected a finite number as the value of feature {feature}, got {_show(value)}"
         if feature in seen:
@@ -367,12 +392,20 @@ def load_svmlight(
         <label> qid:<id> <feature>:<value> <feature>:<value> ... # comment
 
     Labels and values are decimal numbers (``3``, ``-0.5``, ``1e-3``; not
-    ``nan`` or ``inf``); query ids are non-negative integers; feature ids are
-    1-based integers, in any order, each at most once per line, and features
-    a line leaves out are 0. Fields are separated by spaces or tabs. ``#``
-    starts a comment that runs to the end of the line; blank and comment-only
-    lines are skipped. A file that starts with the gzip magic bytes is
-    decompressed, whatever its name.
+    ``nan`` or ``inf``, nor too large for ``dtype``; one too small for it
+    reads as 0); labels are read as they are, negative ones included (the
+    metrics that need them non-negative refuse them). Query ids are
+    non-negative integers of at most 18 digits; feature ids are 1-based
+    integers, in any order, each at most once per line, and features a line
+    leaves out are 0. Fields are separated by ASCII whitespace (spaces and
+    tabs, also vertical tabs and form feeds). ``#`` starts a comment that runs
+    to the end of the line and may hold any bytes; blank and comment-only
+    lines are skipped. Lines end with a line feed, optionally after a carriage
+    return (CRLF). A file that starts with the gzip magic bytes is
+    decompressed, whatever its name (several gzip members are read one after
+    the other); a UTF-8 byte-order mark at the start of the text is skipped.
+    Every other byte outside these rules (a NUL, a non-ASCII byte outside a
+    comment) is refused with the line it is on.
 
     The lines of one query must be contiguous, as in every LETOR collection:
     a query id that comes back after another query's lines is refused rather
@@ -383,7 +416,10 @@ def load_svmlight(
     Args:
       path: The file, plain or gzip-compressed.
       n_features: Width of the feature axis. Default: the largest feature id
-        in the file. Given, a feature id beyond it is refused.
+        in the file, which may be at most 65,536 (a larger id is refused,
+        since every document's dense feature vector would be that long).
+        Given, a feature id beyond it is refused, and ids up to 2**31 - 1 are
+        read.
       dtype: Floating NumPy dtype of ``features`` and ``labels``. A label or
         value too large for it is refused.
       max_list_size: Width of the list axis. Default: the longest query's
@@ -405,7 +441,11 @@ def load_svmlight(
         a file has several faults the first line with one is reported.
       InvalidParameterError: ``n_features`` or ``max_list_size`` is not None
         and not an int >= 1, or ``dtype`` is not floating.
-      OSError: the file cannot be read or decompressed.
+      OSError: the file cannot be read, or its gzip data are truncated or
+        corrupt; a decompression error names the file
+        (``data.txt.gz: cannot decompress the gzip data: ...``).
+      MemoryError: the padded arrays (or the decompressed data) do not fit in
+        memory; the message names the file and the shape.
 
     Example:
       >>> import os, tempfile
@@ -442,18 +482,32 @@ def load_svmlight(
     with open(path, "rb") as file:
         data = file.read()
     if data.startswith(_GZIP_MAGIC):
-        data = gzip.decompress(data)
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, zlib.error, OSError) as error:
+            # EOFError: truncated; zlib.error: a corrupt deflate stream;
+            # gzip.BadGzipFile (an OSError): a bad header, CRC or trailer.
+            raise OSError(f"{name}: cannot decompress the gzip data: {error}") from error
+        except MemoryError as error:
+            raise MemoryError(f"{name}: the gzip data decompress to more than fits") from error
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
     limit = float(np.finfo(dtype).max)
-    max_id = min(_MAX_FEATURE_ID, n_features or _MAX_FEATURE_ID)
-    rules = dict(n_features=n_features, limit=limit)
+    max_id = _MAX_INFERRED_FEATURES if n_features is None else min(_MAX_FEATURE_ID, n_features)
+    rules = dict(n_features=n_features, limit=limit, itemsize=dtype.itemsize)
     lines = data.split(b"\n")
 
     def refuse(index: int, message: str | None = None):
-        body = lines[index].partition(b"#")[0]
+        line = lines[index]
         if message is None:
-            message = _line_error(body, **rules)
+            message = _line_error(line.partition(b"#")[0], **rules)
         if message is None:  # pragma: no cover - the fast path and _line_error disagree
             message = "malformed line"
+        if b"\r" in line.rstrip(b"\r"):
+            message += (
+                " (the line holds a carriage return: only a line feed, alone or after a "
+                "carriage return, ends a line)"
+            )
         raise ValueError(f"{name}:{index + 1}: {message}")
 
     # Fast path, line by line: split off the label and the qid and check the
@@ -546,7 +600,15 @@ def load_svmlight(
     lengths = np.bincount(query, minlength=n_queries)
     width = max_list_size if max_list_size is not None else int(lengths.max(initial=0))
     depth = n_features if n_features is not None else int(ids.max(initial=0))
-    out_features = np.zeros((n_queries, width, depth), dtype=dtype)
+    shape = (n_queries, width, depth)
+    try:
+        out_features = np.zeros(shape, dtype=dtype)
+    except (MemoryError, ValueError) as error:  # ValueError: a size past NumPy's maximum
+        size = _nbytes(math.prod(shape) * dtype.itemsize)
+        raise MemoryError(
+            f"{name}: the padded features, of shape {shape}, take {size}: more than "
+            "can be allocated"
+        ) from error
     out_features[query[token_line], position[token_line], ids - 1] = values
     out_labels = np.zeros((n_queries, width), dtype=dtype)
     out_labels[query, position] = labels

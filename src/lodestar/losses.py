@@ -54,8 +54,23 @@ labels, one-item and fully padded lists, and scores of :math:`\pm 10^6`.
 Half-precision inputs are computed, and returned, in float32, as in
 :mod:`lodestar.metrics`. Options and shapes are checked when the function is
 traced; NaN and infinity in real items (and negative labels, where gains or
-label distributions need them non-negative) raise :class:`ValueError` on
-concrete arrays.
+label distributions need them non-negative, and ``gain="exp2"`` labels whose
+gains overflow the dtype: below 128 in float32, 1024 in float64) raise
+:class:`ValueError` on concrete arrays. A ``temperature`` below the smallest
+normal number of the dtype (1.2e-38 in float32) is refused, under ``jit``
+too; from there up values and gradients are never NaN.
+
+**Bad values under jit.** Traced values cannot be refused, so a list holding
+one (a NaN or infinite score or label, a refused negative label, overflowing
+exp2 gains) gets a per-list loss of NaN, and so does the reduced loss; with
+``reduction="none"`` only that list is NaN. The gradient is NaN for that
+list's real items (0 for its padding), so that an optimiser sees the NaN;
+every other list keeps its value and gradient. See decision 0003.
+
+>>> bad = labels.at[0, 1].set(jnp.nan)
+>>> per_list = jax.jit(lambda s, y: losses.softmax_loss(s, y, reduction="none"))
+>>> print(jnp.round(per_list(scores, bad), 4))
+[   nan 2.0743]
 
 **Rank-aware losses.** :func:`lambda_loss` takes its current ranks from the
 exact rank engine of :mod:`lodestar.metrics` (ties broken by descending index,
@@ -124,14 +139,35 @@ def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
     return int(value)
 
 
-def _prepare(scores, labels, where, weights, reduction, *, caller, nonnegative_labels, **packing):
+def _prepare(
+    scores,
+    labels,
+    where,
+    weights,
+    reduction,
+    *,
+    caller,
+    nonnegative_labels,
+    gain=None,
+    temperature=None,
+    **packing,
+):
     """Validate; lay packed lists out (``packing``: the segment options), one per block."""
     reduction = _validation.check_option(
         reduction, name="reduction", options=REDUCTIONS, caller=caller
     )
     lists = _lists.prepare(
-        scores, labels, where, caller=caller, nonnegative_labels=nonnegative_labels, **packing
+        scores,
+        labels,
+        where,
+        caller=caller,
+        nonnegative_labels=nonnegative_labels,
+        gain=gain,
+        **packing,
     )
+    if temperature is not None:
+        dtype = _lists.compute_dtype(lists.scores, lists.labels)
+        _validation.check_temperature(temperature, dtype, caller=caller)
     weights = _lists.check_weights(weights, lists.scores.shape[:-1], caller=caller)
     return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
 
@@ -151,6 +187,26 @@ def _floating(scores, labels, valid):
     s = jnp.where(valid, scores.astype(dtype), 0)
     y = jnp.where(valid, labels.astype(dtype), 0)
     return s, y, dtype
+
+
+def _nan_rule(value, scores, labels, where, s, *, nonnegative_labels, gain=None):
+    """The per-list losses, NaN (with a NaN gradient) for lists the checks refuse.
+
+    Concrete inputs were refused before the kernel, so this acts on traced
+    ones only (decision 0003): a non-finite score or label, a negative label
+    where refused, or exp2 gains that overflow. ``s`` holds the floating
+    scores the loss was computed from.
+    """
+    dtype = _lists.compute_dtype(scores, labels)
+    bad = _validation.invalid_lists(
+        scores,
+        labels,
+        where,
+        nonnegative_labels=nonnegative_labels,
+        finite_scores=True,
+        overflow=_validation.gain_overflows(gain, labels, where, dtype),
+    )
+    return _validation.nan_with_nan_gradient(value, bad, s, _valid(scores, where))
 
 
 def _reduce(values, valid, weights, reduction):
@@ -208,6 +264,7 @@ def _softmax_kernel(scores, labels, where, weights, *, reduction):
     total = jnp.sum(y, axis=-1, keepdims=True)
     p = y / jnp.where(total > 0, total, 1)
     value = -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -230,6 +287,7 @@ def _listmle_kernel(scores, labels, where, weights, key, *, reduction):
     # Padding sits last, so -inf there leaves every real suffix sum unchanged.
     lse = lax.cumlogsumexp(jnp.where(valid_sorted, s_sorted, -jnp.inf), axis=axis, reverse=True)
     value = jnp.sum(jnp.where(valid_sorted, lse - s_sorted, 0), axis=-1)
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=False)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -242,6 +300,7 @@ def _pairwise_logistic_kernel(scores, labels, where, weights, temperature, *, re
     pair = _real_pairs(valid) & (_pairs(y) > 0)
     pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, dtype))
     value = jnp.sum(jnp.where(pair, pair_loss, 0), axis=(-2, -1))
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=False)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -282,6 +341,7 @@ def _lambda_kernel(scores, labels, where, weights, temperature, mu, *, reduction
     pair = _real_pairs(valid) & (_pairs(y) > 0)
     pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, dtype)) / _LN2
     value = jnp.sum(jnp.where(pair, lambdas * pair_loss, 0), axis=(-2, -1))
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -305,10 +365,15 @@ def _neuralsort_log_permutation(s, valid, temperature, iterations):
     """
     n = s.shape[-1]
     m = jnp.sum(valid, axis=-1, keepdims=True)
-    logits = _soft_ranks.neuralsort_logits(s, valid) / temperature
     used = jnp.arange(n) < m
     mask = used[..., :, None] & valid[..., None, :]
-    log_p = jnp.where(mask, logits - _masked_logsumexp(logits, mask, -1), 0)
+    # Each row's maximum is subtracted before the division by the temperature,
+    # so that a small one cannot overflow the logits (inf - inf); what still
+    # underflows to -inf is raised to a floor that exp() takes to 0, which
+    # keeps the Sinkhorn steps finite and gives those entries a zero gradient.
+    logits = _soft_ranks.neuralsort_logits(s, valid)
+    log_p = _soft_ranks.masked_log_softmax(logits, mask, -1, temperature)
+    log_p = jnp.where(mask, jnp.maximum(log_p, jnp.finfo(s.dtype).min / 4), 0)
 
     def scale_once(_, log_p):
         # Columns, then rows (as allRank), in log space; the result is row-stochastic.
@@ -338,6 +403,7 @@ def _neural_ndcg_kernel(
     ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
     nonzero = ideal != 0
     value = -jnp.where(nonzero, dcg / jnp.where(nonzero, ideal, 1), 0)
+    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
     return _reduce(value, valid, weights, reduction)
 
 
@@ -387,6 +453,8 @@ def softmax_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
@@ -481,6 +549,8 @@ def listmle_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
@@ -559,10 +629,13 @@ def pairwise_logistic_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``temperature`` is not a
-        float in (0, inf).
+        float in (0, inf), or is below the smallest normal number of the
+        compute dtype (1.2e-38 in float32).
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, or a
         negative or non-finite weight.
@@ -599,6 +672,7 @@ def pairwise_logistic_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        temperature=temperature,
     )
     return _pairwise_logistic_kernel(
         scores, labels, where, weights, temperature, reduction=reduction
@@ -669,14 +743,19 @@ def lambda_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``. A list without a relevant item has a loss of 0.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``mu`` is not a float in [0, inf);
-        ``temperature`` is not a float in (0, inf).
+        ``temperature`` is not a float in (0, inf), or is below the smallest
+        normal number of the compute dtype (1.2e-38 in float32).
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, or a negative or non-finite weight.
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp
@@ -720,6 +799,8 @@ def lambda_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
+        temperature=temperature,
     )
     return _lambda_kernel(
         scores, labels, where, weights, temperature, mu, reduction=reduction, k=k, gain=gain
@@ -775,13 +856,19 @@ def approx_ndcg_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses, in
       [-1, 0], for ``"none"``. A list without a relevant item has a loss of 0.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
-        None and not an int >= 1; ``temperature`` is not a float in (0, inf).
+        None and not an int >= 1; ``temperature`` is not a float in (0, inf),
+        or is below the smallest normal number of the compute dtype (1.2e-38
+        in float32).
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, or a negative or non-finite weight.
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp
@@ -815,6 +902,8 @@ def approx_ndcg_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
+        temperature=temperature,
     )
     return _approx_ndcg(
         scores, labels, where, weights, temperature, reduction=reduction, k=k, gain=gain
@@ -883,14 +972,19 @@ def neural_ndcg_loss(
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses,
       about [-1, 0], for ``"none"``. A list without a relevant item has a loss
       of 0.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
-        None and not an int >= 1; ``temperature`` is not a float in (0, inf);
-        ``sinkhorn_iterations`` is not an int >= 0.
+        None and not an int >= 1; ``temperature`` is not a float in (0, inf),
+        or is below the smallest normal number of the compute dtype (1.2e-38
+        in float32); ``sinkhorn_iterations`` is not an int >= 0.
       ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
         ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, or a negative or non-finite weight.
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp
@@ -929,6 +1023,8 @@ def neural_ndcg_loss(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
+        temperature=temperature,
     )
     return _neural_ndcg_kernel(
         scores,

@@ -14,9 +14,14 @@ this module only validates like scikit-learn and averages like
 
 Where scikit-learn fails obscurely (a column-count mismatch surfaces there as a
 broadcasting error), lodestar raises a :class:`ValueError` naming both shapes.
-Two deliberate differences: ``k=True`` and ``log_base=True`` are refused
-instead of being read as 1, and ``dcg_score`` refuses a single-document input
-with NDCG's sentence rather than a message about target types.
+Three deliberate differences: ``k=True`` and ``log_base=True`` are refused
+instead of being read as 1; ``dcg_score`` refuses a single-document input
+with NDCG's sentence rather than a message about target types; and a
+subnormal ``log_base`` (below 2.2e-308, which XLA flushes to zero) is refused.
+Every normal base is computed, ``1e-300`` and ``1e300`` included. Like
+scikit-learn, the drop-ins refuse complex input ("Complex data not
+supported"), rows without columns and scipy.sparse matrices (which are not
+array-likes to scikit-learn's parameter validation).
 
 >>> from lodestar.sklearn import ndcg_score
 >>> ndcg_score([[10, 0, 0, 1, 5]], [[0.1, 0.2, 0.3, 4, 70]])
@@ -24,6 +29,8 @@ with NDCG's sentence rather than a message about target types.
 """
 
 from __future__ import annotations
+
+import sys
 
 import jax
 import numpy as np
@@ -46,8 +53,31 @@ def _one_dimensional_target_type(y: np.ndarray) -> str:
     return "multiclass" if np.unique(y).shape[0] > 2 else "binary"
 
 
+def _is_sparse(x) -> bool:
+    """Whether ``x`` is a scipy.sparse matrix or array (without importing scipy)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(x)
+
+
+def _check_array_like(value, *, name: str, caller: str, optional: bool = False) -> None:
+    """scikit-learn's ``"array-like"`` parameter constraint: no scalar, no sparse matrix."""
+    if optional and value is None:
+        return
+    if not _is_sparse(value) and (
+        hasattr(value, "__len__") or hasattr(value, "shape") or hasattr(value, "__array__")
+    ):
+        if not np.isscalar(value):
+            return
+    kind = "an array-like or None" if optional else "an array-like"
+    raise _validation.InvalidParameterError(
+        f"The '{name}' parameter of {caller} must be {kind}. Got {value!r} instead."
+    )
+
+
 def _as_checked_array(x) -> np.ndarray:
     array = np.asarray(x)
+    if array.dtype.kind == "c":
+        raise ValueError(f"Complex data not supported\n{array}\n")
     if array.dtype.kind in "SUa":
         raise ValueError(
             "dtype='numeric' is not compatible with arrays of bytes/strings."
@@ -61,7 +91,11 @@ def _as_checked_array(x) -> np.ndarray:
         raise ValueError(
             f"Found array with 0 sample(s) (shape={array.shape}) while a minimum of 1 is required."
         )
-    if array.dtype.kind in "fc":
+    if array.ndim == 2 and array.shape[1] < 1:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={array.shape}) while a minimum of 1 is required."
+        )
+    if array.dtype.kind == "f":
         if np.isnan(array).any():
             raise ValueError("Input contains NaN.")
         if np.isinf(array).any():
@@ -121,12 +155,39 @@ def _padded_lists(y_true: np.ndarray, y_score: np.ndarray):
     return scores, labels, where
 
 
+def _check_params(y_true, y_score, k, log_base, sample_weight, ignore_ties, *, caller):
+    """scikit-learn's ``validate_params``: each parameter's constraint, in signature order."""
+    _check_array_like(y_true, name="y_true", caller=caller)
+    _check_array_like(y_score, name="y_score", caller=caller)
+    k = _validation.check_k(k, caller=caller)
+    if log_base is not None:
+        # The drop-ins compute in float64, so every normal float64 base is carried.
+        with jax.enable_x64(True):
+            log_base = _validation.check_log_base(log_base, caller=caller)
+    _check_array_like(sample_weight, name="sample_weight", caller=caller, optional=True)
+    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
+    return k, log_base, ignore_ties
+
+
 def _score(
-    metric, y_true, y_score, k, sample_weight, ignore_ties, *, caller, metric_name, **options
+    metric,
+    y_true,
+    y_score,
+    k,
+    sample_weight,
+    ignore_ties,
+    *,
+    caller,
+    metric_name,
+    log_base=None,
+    **options,
 ):
     """Validate like scikit-learn, evaluate ``metric`` in float64, take the weighted mean."""
-    k = _validation.check_k(k, caller=caller)
-    ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
+    k, log_base, ignore_ties = _check_params(
+        y_true, y_score, k, log_base, sample_weight, ignore_ties, caller=caller
+    )
+    if log_base is not None:
+        options["log_base"] = log_base
     y_true, y_score, sample_weight = _check_inputs(
         y_true, y_score, sample_weight, caller=caller, single_document_name=metric_name
     )
@@ -157,13 +218,16 @@ def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore
       above; use :func:`ndcg_score` for a number in [0, 1].
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1;
-        ``log_base`` is not in (0, inf) (zero, negative, NaN, infinite);
-        ``ignore_ties`` is not a bool.
-      ValueError: an input is not numeric, has more than 2 dimensions, no
-        rows, NaN or infinity; the inputs disagree in their number of rows or
-        in shape; there are fewer than 2 documents per row; the input is 1-D;
-        ``sample_weight`` has the wrong length or is not 1-D.
+      InvalidParameterError: ``y_true`` or ``y_score`` is not an array-like (a
+        scalar, None, a scipy.sparse matrix), or ``sample_weight`` is neither
+        an array-like nor None; ``k`` is not None and not an int >= 1;
+        ``log_base`` is not in (0, inf) (zero, negative, NaN, infinite) or is
+        subnormal (below 2.2e-308); ``ignore_ties`` is not a bool.
+      ValueError: an input is complex or not numeric, has more than 2
+        dimensions, no rows, no columns, NaN or infinity; the inputs disagree
+        in their number of rows or in shape; there are fewer than 2 documents
+        per row; the input is 1-D; ``sample_weight`` has the wrong length or
+        is not 1-D.
       ZeroDivisionError: ``sample_weight`` sums to zero (numpy.average's
         refusal).
 
@@ -182,9 +246,6 @@ def dcg_score(y_true, y_score, *, k=None, log_base=2, sample_weight=None, ignore
       Järvelin & Kekäläinen, ACM TOIS 20(4), 2002.
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    # scikit-learn checks k before log_base; so do we.
-    _validation.check_k(k, caller="dcg_score")
-    log_base = _validation.check_log_base(log_base, caller="dcg_score")
     return _score(
         metrics.dcg,
         y_true,
@@ -216,8 +277,7 @@ def ndcg_score(y_true, y_score, *, k=None, sample_weight=None, ignore_ties=False
       relevant document scores 0.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1;
-        ``ignore_ties`` is not a bool.
+      InvalidParameterError: as :func:`dcg_score` (without ``log_base``).
       ValueError: as :func:`dcg_score`, and when ``y_true`` holds a negative
         value.
       ZeroDivisionError: ``sample_weight`` sums to zero.
@@ -266,8 +326,7 @@ def reciprocal_rank_score(y_true, y_score, *, k=None, sample_weight=None, ignore
       is never dropped from the mean.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1;
-        ``ignore_ties`` is not a bool.
+      InvalidParameterError: as :func:`dcg_score` (without ``log_base``).
       ValueError: as :func:`dcg_score`.
       ZeroDivisionError: ``sample_weight`` sums to zero.
 

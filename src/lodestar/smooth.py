@@ -59,9 +59,21 @@ value per list, with the values and gradients of each list padded on its own.
 
 **Numerics.** Half-precision inputs are computed in float32, as in
 :mod:`lodestar.metrics`. Values and gradients stay finite for tied scores,
-scores of :math:`\pm 10^6`, temperatures down to :math:`10^{-6}`, one-item and
-fully padded lists. Options are checked when the function is traced; NaN and
-infinity in real items raise on concrete arrays, as in :mod:`lodestar.metrics`.
+scores of :math:`\pm 10^6`, one-item and fully padded lists, and every
+temperature from the smallest normal number of the compute dtype
+(:math:`1.2 \times 10^{-38}` in float32, :math:`2.2 \times 10^{-308}` in
+float64) up, where the soft ranks are the hard ones; a smaller temperature
+would be flushed to zero and is refused. Options are checked when the function
+is traced; NaN and infinity in real items raise on concrete arrays, as in
+:mod:`lodestar.metrics`, and so do ``gain="exp2"`` labels whose gains overflow
+(below 128 in float32, 1024 in float64).
+
+**Bad values under jit.** Traced values cannot be refused, so a list holding
+a NaN or infinite score or label (or a negative label in :func:`ndcg`, or
+overflowing exp2 gains) gives NaN: its value, every real item's soft rank,
+and the gradient with respect to its real scores. Other lists are unaffected.
+Unlike the exact metrics, an infinite score gives NaN, since a soft rank is a
+function of the score values. See decision 0003.
 
 References:
   Qin, Liu & Li, "A general approximation framework for direct optimization of
@@ -120,6 +132,32 @@ def _floating(scores, labels, valid):
     return s, y, dtype
 
 
+def _nan_rule(value, scores, labels, where, s, *, nonnegative_labels=False, gain=None):
+    """NaN, with a NaN gradient, for each list holding a value the checks refuse.
+
+    Concrete inputs were refused before the kernel, so this only acts on
+    traced ones (decision 0003): a non-finite score or label, a negative label
+    where refused, or exp2 gains that overflow. Unlike the exact metrics, an
+    infinite score gives NaN too: a soft rank is a function of the score
+    values, not only of their order.
+    """
+    dtype = _lists.compute_dtype(scores, labels)
+    bad = _validation.invalid_lists(
+        scores,
+        labels,
+        where,
+        nonnegative_labels=nonnegative_labels,
+        finite_scores=True,
+        overflow=_validation.gain_overflows(gain, labels, where, dtype),
+    )
+    return _validation.nan_with_nan_gradient(value, bad, s, _valid(scores, where))
+
+
+def _check_temperature(temperature, lists, *, caller):
+    dtype = _lists.compute_dtype(lists.scores, lists.labels)
+    _validation.check_temperature(temperature, dtype, caller=caller)
+
+
 # --------------------------------------------------------------------------
 # Kernels
 # --------------------------------------------------------------------------
@@ -133,7 +171,9 @@ def _ranks_kernel(scores, where, temperature, *, method):
     if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape, dtype)
     s = jnp.where(valid, scores.astype(dtype), 0)
-    return _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
+    r = _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
+    # A non-finite score gives every real item of its list NaN, whatever the method.
+    return _nan_rule(r, scores, jnp.zeros(scores.shape, jnp.int8), where, s)
 
 
 def _soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
@@ -161,12 +201,16 @@ def _dcg_kernel(
     """Per-list smooth DCG; see :func:`dcg`. Inputs already validated."""
     valid = _valid(scores, where)
     s, y, dtype = _floating(scores, labels, valid)
-    if scores.shape[-1] == 0 or zero_discount:
-        # log_base 1 makes every discount 1 / inf = 0, whose gradient is 0 * inf.
+    if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape[:-1], dtype)
-    gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
-    temperature = jnp.asarray(temperature, dtype)
-    return _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
+    if zero_discount:
+        # log_base 1 makes every discount 1 / inf = 0, whose gradient is 0 * inf.
+        value = jnp.zeros(scores.shape[:-1], dtype)
+    else:
+        gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
+        temperature = jnp.asarray(temperature, dtype)
+        value = _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
+    return _nan_rule(value, scores, labels, where, s, gain=gain)
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
@@ -182,7 +226,8 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     value = _soft_dcg(s, gains, valid, temperature, 2.0, k, method=method, cut=cut)
     ideal = _gains.ideal_dcg(gains, valid, k=k)
     nonzero = ideal != 0
-    return jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
+    value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
+    return _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
 
 
 @functools.partial(jax.jit, static_argnames=("method",))
@@ -198,7 +243,8 @@ def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     first = jnp.where(
         relevant, jnp.exp(_soft_ranks.masked_log_softmax(s, relevant, -1, temperature)), 0
     )
-    return jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
+    value = jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
+    return _nan_rule(value, scores, labels, where, s)
 
 
 # --------------------------------------------------------------------------
@@ -266,9 +312,12 @@ def ranks(
 
     Returns:
       ``(..., n)`` soft ranks, floating (half precision widened to float32).
+      Under ``jit``, every real item of a list holding a NaN or infinite
+      score gets NaN, whatever the method.
 
     Raises:
-      InvalidParameterError: ``temperature`` is not a float in (0, inf);
+      InvalidParameterError: ``temperature`` is not a float in (0, inf), or
+        is below the smallest normal number of the compute dtype;
         ``method`` is unknown.
       ValueError: ``scores`` is a scalar; ``where`` is not a boolean array of the
         same shape; on concrete inputs, a real item holds NaN or infinity.
@@ -302,6 +351,7 @@ def ranks(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
+    _check_temperature(temperature, lists, caller="ranks")
     return lists.per_item(_ranks_kernel(lists.scores, lists.where, temperature, method=method))
 
 
@@ -353,14 +403,18 @@ def dcg(
         list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      ``(...)`` smooth DCG of each list; 0 for a list with no real item.
+      ``(...)`` smooth DCG of each list; 0 for a list with no real item; under
+      ``jit``, NaN for a list with a value refused on concrete inputs.
 
     Raises:
-      InvalidParameterError: ``temperature`` or ``log_base`` is not in (0, inf);
+      InvalidParameterError: ``temperature`` or ``log_base`` is not in (0, inf),
+        ``temperature`` is below the smallest normal number of the compute
+        dtype, or ``log_base`` outside the normal numbers JAX passes it as
+        (float32 without ``jax_enable_x64``);
         ``method`` or ``gain`` is unknown; ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity.
+        a real item holds NaN or infinity, or ``gain="exp2"`` gains overflow.
 
     Example:
       >>> import jax.numpy as jnp
@@ -391,7 +445,9 @@ def dcg(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
     )
+    _check_temperature(temperature, lists, caller="dcg")
     value = _dcg_kernel(
         lists.scores,
         lists.labels,
@@ -458,11 +514,13 @@ def ndcg(
       contribute, while the ideal is cut exactly.
 
     Raises:
-      InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` or
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` or
         ``gain`` is unknown; ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN, infinity or a negative label.
+        a real item holds NaN, infinity or a negative label, or
+        ``gain="exp2"`` gains overflow.
 
     Example:
       >>> import jax
@@ -490,7 +548,9 @@ def ndcg(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
     )
+    _check_temperature(temperature, lists, caller="ndcg")
     value = _ndcg_kernel(
         lists.scores,
         lists.labels,
@@ -557,7 +617,8 @@ def reciprocal_rank(
       with no relevant or no real item.
 
     Raises:
-      InvalidParameterError: ``temperature`` is not in (0, inf); ``method`` is
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` is
         unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
@@ -587,6 +648,7 @@ def reciprocal_rank(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
+    _check_temperature(temperature, lists, caller="reciprocal_rank")
     value = _reciprocal_rank_kernel(
         lists.scores, lists.labels, lists.where, temperature, method=method
     )

@@ -58,7 +58,9 @@ in real items (and negative labels, except in :func:`dcg` and
 concrete arrays. Under ``jit`` they are checked inside
 :func:`lodestar.value_checks_under_jit` through
 :func:`jax.experimental.checkify.checkify`; otherwise a list holding a NaN score
-or a label those checks refuse gives NaN, never a plausible number.
+or a label those checks refuse gives NaN, never a plausible number. So do
+``gain="exp2"`` labels whose gains overflow the dtype (128 or more in float32,
+1024 in float64): refused on concrete arrays, NaN under ``jit``.
 
 **Dtypes.** The result is floating: the promoted floating dtype of the inputs
 (float32 in, float32 out; float64 with ``jax_enable_x64``), with float16 and

@@ -100,14 +100,19 @@ def dcg(
       ``(...)`` DCG of each list. Unbounded above: it grows with the label
       values, so two lists are comparable only on the same judgement scale;
       use :func:`ndcg` for a number in [0, 1]. A list with no real items
-      scores 0; a list with a NaN score scores NaN.
+      scores 0; a list with a NaN score scores NaN, and so, under ``jit``,
+      does one whose ``gain="exp2"`` gains overflow.
 
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1;
-        ``log_base`` is not in (0, inf); ``gain`` is unknown.
+        ``log_base`` is not in (0, inf), or not a normal number of the dtype
+        JAX passes it as (float32 without ``jax_enable_x64``: within
+        [1.2e-38, 3.4e38]); ``gain`` is unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity.
+        a real item holds NaN or infinity, or the ``gain="exp2"`` gains of a
+        list overflow the dtype (labels of 128 or more in float32, 1024 in
+        float64).
 
     Example:
       Four documents whose scores all tie, scored both ways (the worked
@@ -205,7 +210,9 @@ def ndcg(
     Returns:
       ``(...)`` NDCG of each list, in [0, 1] for non-negative gains (with
       ``ideal_labels``, when they hold every retrieved item's label); 0 for a
-      list with no relevant or no real item; NaN for a list with a NaN score.
+      list with no relevant or no real item; NaN for a list with a NaN score
+      (and, under ``jit``, for one whose labels, ideal labels or exp2 gains
+      the checks below refuse).
 
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
@@ -215,7 +222,8 @@ def ndcg(
         does not share the batch shape, or comes with ``segments``;
         ``ideal_where`` comes without ``ideal_labels`` or differs from it in
         shape; on concrete inputs, a real item holds NaN or infinity, or a
-        negative label (the ratio would leave [0, 1]).
+        negative label (the ratio would leave [0, 1]), or the ``gain="exp2"``
+        gains of a list (or of its ideal labels) overflow the dtype.
 
     Example:
       The worked example of the encyclopedia article on DCG: six documents
@@ -247,7 +255,7 @@ def ndcg(
     """
     gain = _validation.check_gain(gain, caller="ndcg")
     ideal_labels, ideal_where = _validation.check_ideal(
-        ideal_labels, ideal_where, scores, segments, caller="ndcg"
+        ideal_labels, ideal_where, scores, segments, caller="ndcg", labels=labels, gain=gain
     )
     return _kernel.evaluate(
         NDCG,

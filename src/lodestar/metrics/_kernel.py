@@ -240,6 +240,7 @@ def evaluate(
     """
     k = _validation.check_k(k, caller=caller)
     ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
+    gain = (options or {}).get("gain")
     lists = _lists.prepare(
         scores,
         labels,
@@ -249,6 +250,7 @@ def evaluate(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        gain=gain,
     )
     context = {
         name: lists.layout(value)
@@ -283,7 +285,12 @@ def evaluate(
             lists.labels,
             lists.where,
             nonnegative_labels=nonnegative_labels,
+            overflow=_lists.gain_overflows(gain, lists.scores, lists.labels, lists.where),
         )
+        if "ideal_labels" in context:
+            dtype = _lists.compute_dtype(lists.scores, lists.labels)
+            ideal = context["ideal_labels"], context.get("ideal_where")
+            value = _validation.nan_for_invalid_ideal(value, *ideal, gain, dtype)
     return lists.per_list(value)
 
 
