@@ -73,6 +73,10 @@ from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
 from lodestar.metrics._precision import precision as precision
 from lodestar.metrics._precision import recall as recall
+from lodestar.metrics._bpref import bpref as bpref
+from lodestar.metrics._infap import inferred_average_precision as inferred_average_precision
+from lodestar.metrics._normalized_gain import binary_normalized_gain as binary_normalized_gain
+from lodestar.metrics._normalized_gain import normalized_gain as normalized_gain
 
 __all__ = [
     "average_precision",
@@ -83,4 +87,8 @@ __all__ = [
     "precision",
     "recall",
     "reciprocal_rank",
+    "bpref",
+    "inferred_average_precision",
+    "binary_normalized_gain",
+    "normalized_gain",
 ]
