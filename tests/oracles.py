@@ -131,7 +131,9 @@ def _kinds(labels, judged, pooled):
     """Per item: "rel", "nonrel", "unjudged" (in the pool) or "nonpool"."""
     n = len(labels)
     judged = [True] * n if judged is None else [bool(x) for x in judged]
-    pooled = judged if pooled is None else [bool(x) or j for x, j in zip(pooled, judged)]
+    pooled = (
+        judged if pooled is None else [bool(x) or j for x, j in zip(pooled, judged, strict=True)]
+    )
     kinds = []
     for i in range(n):
         if judged[i]:

@@ -21,8 +21,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from lodestar import metrics
-from lodestar.metrics import _average_precision, _dcg, _err, _first_relevant, _precision
-from lodestar.metrics import _bpref, _infap, _normalized_gain
+from lodestar.metrics import (
+    _average_precision,
+    _bpref,
+    _dcg,
+    _err,
+    _first_relevant,
+    _infap,
+    _normalized_gain,
+    _precision,
+)
 from lodestar.metrics._kernel import Formula
 
 REQUIRED = object()

@@ -66,17 +66,17 @@ bfloat16 computed in float32. Integer and boolean scores are ranked by value.
 """
 
 from lodestar.metrics._average_precision import average_precision as average_precision
+from lodestar.metrics._bpref import bpref as bpref
 from lodestar.metrics._dcg import dcg as dcg
 from lodestar.metrics._dcg import ndcg as ndcg
 from lodestar.metrics._err import err as err
 from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
-from lodestar.metrics._precision import precision as precision
-from lodestar.metrics._precision import recall as recall
-from lodestar.metrics._bpref import bpref as bpref
 from lodestar.metrics._infap import inferred_average_precision as inferred_average_precision
 from lodestar.metrics._normalized_gain import binary_normalized_gain as binary_normalized_gain
 from lodestar.metrics._normalized_gain import normalized_gain as normalized_gain
+from lodestar.metrics._precision import precision as precision
+from lodestar.metrics._precision import recall as recall
 
 __all__ = [
     "average_precision",

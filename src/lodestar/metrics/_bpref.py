@@ -138,7 +138,7 @@ def bpref(
       Relevant items at ranks 2 and 4 below judged non-relevant ones at
       ranks 1 and 3 (R = N = 2): the first outranks one of the two, the
       second none. With the top two tied, the first relevant item precedes
-      the non-relevant one half of the time:
+      the non-relevant one half of the time, scoring 1 or 1/2 (3/4 on average):
 
       >>> import jax.numpy as jnp
       >>> from lodestar import metrics
@@ -146,7 +146,7 @@ def bpref(
       >>> print(f"{metrics.bpref(-jnp.arange(4.0), labels):.4f}")
       0.2500
       >>> print(f"{metrics.bpref(jnp.array([1.0, 1.0, 0.5, 0.0]), labels):.4f}")
-      0.5000
+      0.3750
 
     Remarks:
       bpref is robust to incomplete judgements because it never reads an

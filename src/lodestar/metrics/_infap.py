@@ -60,9 +60,11 @@ def _inferred_average_precision(lists: _kernel.Lists, k):
         reciprocal = reciprocal + jnp.where(counted & (lay.offset == 0), 1 / rank, 0)
         pool = counted_above + offset + (u - offset) * in_pool
         pool_share = pool_share + jnp.where(counted, p * pool / rank, 0)
-        return _preceding.hypergeometric_next(p, u, lay.size - 1, judged_mates, lay), (
-            reciprocal
-        ), pool_share
+        return (
+            _preceding.hypergeometric_next(p, u, lay.size - 1, judged_mates, lay),
+            (reciprocal),
+            pool_share,
+        )
 
     first = (lay.offset == 0).astype(dtype) + lay.zero
     _, reciprocal, pool_share = lax.fori_loop(
@@ -83,9 +85,7 @@ def _inferred_average_precision(lists: _kernel.Lists, k):
             relevant_above + nonrelevant_above + s + 2 * EPSILON
         )
         total = total + jnp.where(s <= judged_mates, p * precision * share, 0)
-        return _preceding.hypergeometric_next(
-            p, s, judged_mates, relevant_within - 1, lay
-        ), total
+        return _preceding.hypergeometric_next(p, s, judged_mates, relevant_within - 1, lay), total
 
     _, sampled = lax.fori_loop(0, judged_steps, over_judged, (first, lay.zero))
     per_item = (reciprocal + sampled) / size
