@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -62,6 +62,22 @@ def _ideal_cost(lists: _kernel.Lists, gain, gains, judged):
         ideal = jnp.concatenate([ideal, jnp.zeros(ideal.shape[:-1] + (n - m,), dtype)], axis=-1)
     cost = jnp.cumsum(jnp.maximum(ideal, 1), axis=-1)
     return cost, jnp.sum(jnp.maximum(pool, 0), axis=-1)
+
+
+def _block_extreme(values, mask, blocks, reduce):
+    """Per item, ``reduce`` (jnp.max or jnp.min) of ``values`` over its block's ``mask`` items."""
+    n = values.shape[-1]
+    bins = jnp.minimum(blocks.above, n)
+    fill = -jnp.inf if reduce is jnp.max else jnp.inf
+
+    def per_list(values, mask, bins):
+        table = jnp.full(n + 1, fill, values.dtype)
+        masked = jnp.where(mask, values, fill)
+        table = table.at[bins].max(masked) if reduce is jnp.max else table.at[bins].min(masked)
+        return table[bins]
+
+    flat = jax.vmap(per_list)(values.reshape(-1, n), mask.reshape(-1, n), bins.reshape(-1, n))
+    return flat.reshape(values.shape)
 
 
 def _group_sum(values, group, atoms):
@@ -143,65 +159,127 @@ def _subset_sums(packed, count, lay: _preceding.Layout, atoms, where):
     return lax.fori_loop(1, steps + 1, add_gain, (zero_atoms, zero_atoms, zero_atoms))
 
 
+class _Blocks(NamedTuple):
+    """G's per-position inputs in rank order (all ``(..., n)``)."""
+
+    lay: _preceding.Layout
+    count: jax.Array  # non-zero gains in the position's block
+    base: jax.Array  # gain above the block
+    cost: jax.Array  # the ideal's cost down to each position
+    holds: jax.Array  # the block holds a non-zero gain and starts before k
+    gains: jax.Array  # each position's gain
+    nonzero: jax.Array  # each position's gain is non-zero
+
+
+def _expected_terms(blocks: _Blocks, probability, value, spread):
+    """Sum over each block's first t positions of E[Y_t / t / log2(2 + cost - Y_t)].
+
+    ``Y_t = Z_w``: ``w``, the non-zero gains among t draws from the block, is
+    hypergeometric (kept at offset ``w - 1``, ``w = 0`` outside the layout);
+    ``Z_w``'s law is the atoms ``(probability, value, spread)`` at offset
+    ``w - 1``. Returns per position the terms and the spread they weigh.
+    """
+    lay, count = blocks.lay, blocks.count
+    dtype = lay.zero.dtype
+    w = (lay.offset + 1).astype(dtype)
+
+    def over_positions(t, carry):
+        hyp, none, found, pooled = carry
+        hyp = _preceding.hypergeometric_next(hyp, t - 1, lay.size, count, lay, first=none, lowest=1)
+        remaining = (lay.size - (t - 1)).astype(dtype)
+        drawn_zero = none * (remaining - count) / jnp.maximum(remaining, 1)
+        none = jnp.where(remaining > 0, drawn_zero, none)
+        # The ideal's cost down to the t-th position, less the gain ranked there.
+        slack = (lay.at_offset(blocks.cost, t - 1) - blocks.base)[..., None] - value
+        term = (value / t.astype(dtype)) / jnp.log2(2 + slack)
+        expected = jnp.sum(jnp.where(probability > 0, probability * term, 0), axis=-1)
+        # A count w that t draws cannot give has probability exactly 0, and
+        # its sums may sit past the ideal's cost (an infinite term): skip it.
+        counted = (t <= lay.cut) & (w <= count) & (hyp > 0)
+        found = found + jnp.where(counted, hyp * expected, 0)
+        pooled = pooled + jnp.where(counted, hyp * jnp.sum(spread, axis=-1), 0)
+        return hyp, none, found, pooled
+
+    carry = (lay.zero, jnp.ones_like(lay.zero), lay.zero, lay.zero)
+    _, _, found, pooled = lax.fori_loop(1, lay.steps(blocks.holds) + 1, over_positions, carry)
+    return found, pooled
+
+
+def _one_sum(blocks: _Blocks, gain):
+    """The atoms where every non-zero gain of a block is ``gain``: ``Z_w = w g``."""
+    lay = blocks.lay
+    w = (lay.offset + 1).astype(lay.zero.dtype)
+    value = (w * jnp.where(blocks.holds, gain, 0))[..., None]
+    probability = (w <= blocks.count).astype(value.dtype)[..., None] + lay.zero[..., None]
+    return probability, value, jnp.zeros_like(value)
+
+
+def _pooled_terms(blocks: _Blocks, atoms):
+    """:func:`_expected_terms` over the law of the subset sums, built item by item."""
+    lay = blocks.lay
+    # Each block's non-zero gains at its first offsets, ascending: a canonical
+    # order, so that pooled sums (if any) do not depend on the order the
+    # engine leaves inside a block. Blocks past k sort last.
+    n = lay.zero.shape[-1]
+    *_, packed = lax.sort(
+        (
+            jnp.where(lay.cut > 0, lay.start, n),
+            (~blocks.nonzero).astype(jnp.int8),
+            blocks.gains,
+        ),
+        dimension=lay.zero.ndim - 1,
+        num_keys=3,
+    )
+    sums = _subset_sums(packed + lay.zero, blocks.count, lay, atoms, blocks.holds)
+    return _expected_terms(blocks, *sums)
+
+
 def gain_parts(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
     """G's numerator, the ideal's total gain, and the second moment pooled away.
 
     The numerator is exact (to round-off) when the third is 0; see
-    :func:`normalized_gain` for the bound otherwise.
+    :func:`normalized_gain` for the bound otherwise. Blocks whose non-zero
+    gains are all equal have one sum per subset size; the law of the subset
+    sums is built only for the lists holding a block that mixes gains, one
+    list at a time (a tie between two graded items in a large batch then
+    costs one list's work, not the batch's).
     """
     dtype = lists.dtype
     judged = _bpref.judged_items(lists)
     gains = jnp.where(judged, _gains.apply_gain(gain, lists.labels.astype(dtype)), 0)
     cost, ideal_total = _ideal_cost(lists, gain, gains, judged)
-    blocks = lists.ranking.blocks
+    ranking_blocks = lists.ranking.blocks
     lay = _preceding.layout(lists, k)
     nonzero = gains != 0
-    gain_above, _ = _ranking.block_totals(gains, blocks)
-    _, nonzero_within = _preceding.block_counts(nonzero, blocks)
+    gain_above, _ = _ranking.block_totals(gains, ranking_blocks)
+    _, nonzero_within = _preceding.block_counts(nonzero, ranking_blocks)
     count = lay.ranked(nonzero_within)
-    base = lay.ranked(gain_above)
-    holds = (count > 0) & (lay.cut > 0)
-
-    # Each block's non-zero gains at its first offsets, ascending: a canonical
-    # order, so that pooled sums (if any) do not depend on the order the
-    # engine leaves inside a block. Blocks past k sort last.
-    n = lists.n
-    ranked_nonzero = lay.ranked(nonzero)
-    block_key = jnp.where(lay.cut > 0, lay.start, n)
-    *_, packed = lax.sort(
-        (block_key, (~ranked_nonzero).astype(jnp.int8), lay.ranked(gains)),
-        dimension=gains.ndim - 1,
-        num_keys=3,
+    blocks = _Blocks(
+        lay=lay,
+        count=count,
+        base=lay.ranked(gain_above),
+        cost=cost,
+        holds=(count > 0) & (lay.cut > 0),
+        gains=lay.ranked(gains),
+        nonzero=lay.ranked(nonzero),
     )
-    packed = packed + lay.zero
-    probability, value, spread = _subset_sums(packed, count, lay, atoms, holds)
+    highest = lay.ranked(_block_extreme(gains, nonzero, ranking_blocks, jnp.max))
+    lowest = lay.ranked(_block_extreme(gains, nonzero, ranking_blocks, jnp.min))
+    mixed = jnp.any(blocks.holds & (highest != lowest), axis=-1)
 
-    # Over t, the block's first t positions: E[Y_t / t * 1 / log2(2 + cost - Y_t)]
-    # with Y_t = Z_w, w hypergeometric (t draws from the block, count non-zero).
-    size = lay.size
-    w = (lay.offset + 1).astype(dtype)
+    found, pooled = _expected_terms(blocks, *_one_sum(blocks, highest))
+    batch, n = mixed.shape, lists.n
 
-    def over_positions(t, carry):
-        hyp, none, found, pooled = carry
-        hyp = _preceding.hypergeometric_next(hyp, t - 1, size, count, lay, first=none, lowest=1)
-        remaining = (size - (t - 1)).astype(dtype)
-        drawn_zero = none * (remaining - count) / jnp.maximum(remaining, 1)
-        none = jnp.where(remaining > 0, drawn_zero, none)
-        counted = (t <= lay.cut) & (w <= count)
-        # The ideal's cost down to the t-th position, less the gain ranked there.
-        slack = (lay.at_offset(cost, t - 1) - base)[..., None] - value
-        term = (value / t.astype(dtype)) / jnp.log2(2 + slack)
-        expected = jnp.sum(jnp.where(probability > 0, probability * term, 0), axis=-1)
-        # A count w that t draws cannot give has probability exactly 0, and
-        # its sums may sit past the ideal's cost (an infinite term): skip it.
-        counted = counted & (hyp > 0)
-        found = found + jnp.where(counted, hyp * expected, 0)
-        pooled = pooled + jnp.where(counted, hyp * jnp.sum(spread, axis=-1), 0)
-        return hyp, none, found, pooled
+    def per_list(item):
+        flag, one = item
+        skip = (jnp.zeros_like(one.lay.zero), jnp.zeros_like(one.lay.zero))
+        return lax.cond(flag, lambda: _pooled_terms(one, atoms), lambda: skip)
 
-    none = jnp.ones_like(lay.zero)
-    carry = (lay.zero, none, lay.zero, lay.zero)
-    _, _, found, pooled = lax.fori_loop(1, lay.steps(holds) + 1, over_positions, carry)
+    flat = jax.tree.map(lambda x: x.reshape(-1, n), blocks)
+    mixed_found, mixed_pooled = lax.map(per_list, (mixed.reshape(-1), flat))
+    where_mixed = mixed[..., None]
+    found = jnp.where(where_mixed, mixed_found.reshape(batch + (n,)), found)
+    pooled = jnp.where(where_mixed, mixed_pooled.reshape(batch + (n,)), pooled)
     return jnp.sum(found, axis=-1), ideal_total, jnp.sum(pooled, axis=-1)
 
 
