@@ -278,3 +278,108 @@ def rbp_resid_of_order(labels, order, *, k=None, p=0.9, judged=None):
             total += weight
         weight *= p
     return weight + (1 - p) * total if unjudged else 0.0
+# --- bpref, infAP, binG and G on one explicit order (trec_eval's m_*.c loops) ----------
+# ``judged`` and ``pooled`` are per item (by index), as lodestar takes them.
+# trec_eval's relevance values: judged items have their label (relevant when
+# non-zero), pooled but unjudged items are RELVALUE_UNJUDGED, the others
+# RELVALUE_NONPOOL.
+
+INFAP_EPSILON = 0.00001
+
+
+def _kinds(labels, judged, pooled):
+    """Per item: "rel", "nonrel", "unjudged" (in the pool) or "nonpool"."""
+    n = len(labels)
+    judged = [True] * n if judged is None else [bool(x) for x in judged]
+    pooled = (
+        judged if pooled is None else [bool(x) or j for x, j in zip(pooled, judged, strict=True)]
+    )
+    kinds = []
+    for i in range(n):
+        if judged[i]:
+            kinds.append("rel" if labels[i] != 0 else "nonrel")
+        else:
+            kinds.append("unjudged" if pooled[i] else "nonpool")
+    return kinds
+
+
+def bpref_of_order(
+    labels, order, *, k=None, num_relevant=None, num_judged_nonrelevant=None, judged=None
+):
+    """m_bpref.c: each judged relevant document scores 1 - min(nonrel above, R) / min(N, R)."""
+    kinds = _kinds(labels, judged, None)
+    num_rel = kinds.count("rel") if num_relevant is None else num_relevant
+    num_nonrel = kinds.count("nonrel") if num_judged_nonrelevant is None else num_judged_nonrelevant
+    nonrel_so_far, bpref = 0, 0.0
+    for index in order if k is None else order[:k]:
+        if kinds[index] in ("nonpool", "unjudged"):
+            continue
+        if kinds[index] == "nonrel":
+            nonrel_so_far += 1
+        elif nonrel_so_far > 0:
+            bpref += 1.0 - min(nonrel_so_far, num_rel) / min(num_nonrel, num_rel)
+        else:
+            bpref += 1.0
+    return bpref / num_rel if num_rel else 0.0
+
+
+def infap_of_order(labels, order, *, k=None, num_relevant=None, judged=None, pooled=None):
+    """m_infap.c: inferred AP over the judged sample of the pool."""
+    kinds = _kinds(labels, judged, pooled)
+    num_rel = kinds.count("rel") if num_relevant is None else num_relevant
+    nonrel_so_far = rel_so_far = pool_unjudged_so_far = 0
+    inf_ap = 0.0
+    for j, index in enumerate(order if k is None else order[:k]):
+        if kinds[index] == "nonpool":
+            continue
+        if kinds[index] == "unjudged":
+            pool_unjudged_so_far += 1
+            continue
+        if kinds[index] == "nonrel":
+            nonrel_so_far += 1
+            continue
+        rel_so_far += 1
+        if j == 0:
+            inf_ap += 1.0
+        else:
+            judged_above = rel_so_far - 1 + nonrel_so_far
+            inf_ap += 1.0 / (j + 1.0) + (j / (j + 1.0)) * (
+                (judged_above + pool_unjudged_so_far) / j
+            ) * ((rel_so_far - 1 + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON))
+    return inf_ap / num_rel if num_rel else 0.0
+
+
+def bing_of_order(labels, order, *, k=None, num_relevant=None, judged=None):
+    """m_binG.c: each relevant document scores 1 / log2(2 + documents above it that are not)."""
+    kinds = _kinds(labels, judged, None)
+    num_rel = kinds.count("rel") if num_relevant is None else num_relevant
+    rel_so_far, total = 0, 0.0
+    for i, index in enumerate(order if k is None else order[:k]):
+        if kinds[index] == "rel":
+            rel_so_far += 1
+            total += 1.0 / math.log2(3 + i - rel_so_far)
+    return total / num_rel if rel_so_far else 0.0
+
+
+def g_of_order(labels, order, *, k=None, gain=lambda x: x, judged=None, ideal_labels=None):
+    """m_G.c: gain / log2(2 + ideal cost so far - gain so far), over the ideal's total.
+
+    The cost of position i adds the ideal ranking's i-th gain, at least 1; the
+    ideal ranks every judged item (``ideal_labels`` if given) by gain. An
+    unjudged item's gain is 0.
+    """
+    n = len(labels)
+    judged = [True] * n if judged is None else [bool(x) for x in judged]
+    if ideal_labels is None:
+        ideal_labels = [labels[i] for i in range(n) if judged[i]]
+    ideal = sorted((gain(float(x)) for x in ideal_labels), reverse=True)
+    results_g = sum_results = sum_cost = 0.0
+    for i, index in enumerate(order if k is None else order[:k]):
+        results_gain = gain(float(labels[index])) if judged[index] else 0.0
+        sum_results += results_gain
+        ideal_gain = ideal[i] if i < len(ideal) else 0.0
+        sum_cost += max(ideal_gain, 1.0)
+        if results_gain != 0:
+            results_g += results_gain / math.log2(2 + sum_cost - sum_results)
+    sum_ideal = sum(x for x in ideal if x > 0)
+    return results_g / sum_ideal if sum_ideal > 0 else 0.0

@@ -38,6 +38,17 @@ ARGS = {
         "judged: ``(..., n)`` boolean mask of the items that were judged, or\n"
         "None if every real item was. An unjudged item is not relevant."
     ),
+    "num_judged_nonrelevant": (
+        "num_judged_nonrelevant: ``(...)`` the number of judged non-relevant\n"
+        "items of each list, retrieved or not (trec_eval's judged documents\n"
+        "below the relevance level), or None to count the judged real items\n"
+        "of the list labelled 0. It must be at least that count."
+    ),
+    "pooled": (
+        "pooled: ``(..., n)`` boolean mask of the items in the judgement pool,\n"
+        "judged or not (trec_eval: in the qrels at all), or None for the\n"
+        "judged items. A judged item always counts as pooled."
+    ),
 }
 
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>\w+)\}\}[ \t]*$", re.MULTILINE)

@@ -458,6 +458,67 @@ MEASURES: Mapping[str, Measure] = {
             aggregate="geometric",
             oracle="ap_of_order",
         ),
+        Measure(
+            "bpref",
+            "_bpref.bpref",
+            "_bpref.BPREF",
+            "binary",
+            "share of judged non-relevant documents each relevant one outranks",
+            trec=(TrecFamily("bpref"),),
+            context=("num_relevant", "num_judged_nonrelevant", "judged"),
+            oracle="bpref_of_order",
+        ),
+        # trec_eval's gm_bpref: per query ln(max(bpref, 1e-5)); its `all` line
+        # is exp of the mean of those logs, a query of the qrels missing from
+        # the run (with -c) adding ln(1e-5); no per-query line is printed.
+        Measure(
+            "gm_bpref",
+            "_bpref.bpref",
+            "_bpref.BPREF",
+            "binary",
+            "bpref, geometric mean over queries (each floored at 1e-5)",
+            trec=(TrecFamily("gm_bpref"),),
+            context=("num_relevant", "num_judged_nonrelevant", "judged"),
+            aggregate="geometric",
+            oracle="bpref_of_order",
+        ),
+        Measure(
+            "infAP",
+            "_infap.inferred_average_precision",
+            "_infap.INFERRED_AVERAGE_PRECISION",
+            "binary",
+            "inferred average precision over a judged sample of the pool",
+            names=("infap", "inferred_average_precision"),
+            trec=(TrecFamily("infAP"),),
+            context=("num_relevant", "judged", "pooled"),
+            oracle="infap_of_order",
+        ),
+        Measure(
+            "binG",
+            "_normalized_gain.binary_normalized_gain",
+            "_normalized_gain.BINARY_NORMALIZED_GAIN",
+            "binary",
+            "mean over relevant documents of 1 / log2(2 + non-relevant above)",
+            names=("binary_normalized_gain",),
+            trec=(TrecFamily("binG"),),
+            context=("num_relevant", "judged"),
+            oracle="bing_of_order",
+        ),
+        # trec_eval's G takes `level=gain` pairs (G.1=3.5,2=9): the command line
+        # turns them into a `gain` callable on the labels (levels not named keep
+        # gain = level); bare G is the relevance level as the gain.
+        Measure(
+            "G",
+            "_normalized_gain.normalized_gain",
+            "_normalized_gain.NORMALIZED_GAIN",
+            "graded",
+            "gain over log2(2 + ideal cost - gain so far), over the ideal's total",
+            names=("normalized_gain",),
+            trec=(TrecFamily("G", "gain"),),
+            context=("ideal_labels", "judged"),
+            options=(Option("gain", "linear", "exp2"),),
+            oracle="g_of_order",
+        ),
     )
 }
 """Every exact measure, by key."""

@@ -750,6 +750,33 @@ def check_float_tuple(value, *, length: int, name: str, caller: str) -> tuple[fl
             f"Got {value!r} instead."
         )
     return tuple(float(v) for v in value)
+def check_list_count(value, scores, segments, max_segments, *, name: str, caller: str):
+    """Check a per-list count named ``name`` (``num_judged_nonrelevant`` ...) like ``num_relevant``.
+
+    Its shape is the result's: the scores' batch shape, with ``max_segments``
+    appended for packed lists.
+
+    Raises:
+      ValueError: it is not real-valued or has another shape; on concrete
+        arrays, it holds NaN, infinity, a negative or a fractional value.
+    """
+    if value is None:
+        return None
+    value = _as_numeric_array(value, name=name, caller=caller)
+    batch = tuple(jnp.shape(scores)[:-1])
+    if segments is not None:
+        batch = (*batch, max_segments)
+    if None in batch or value.shape != batch:
+        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
+        raise ValueError(
+            f"{caller} expects {name} of shape {expected or batch} (one count per "
+            f"list); got {name} {value.shape}."
+        )
+    if is_concrete(value):
+        values = np.asarray(value, dtype=np.float64)
+        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
+            raise ValueError(f"{caller} expects {name} to hold non-negative whole numbers.")
+    return value
 
 
 def check_item_mask(mask, scores, *, name: str, caller: str):
@@ -757,6 +784,7 @@ def check_item_mask(mask, scores, *, name: str, caller: str):
 
     Raises:
       ValueError: ``mask`` is not boolean, or not of the shape of ``scores``.
+      ValueError: ``mask`` is not boolean or not of the scores' shape.
     """
     if mask is None:
         return None

@@ -68,6 +68,7 @@ bfloat16 computed in float32. Integer and boolean scores are ranked by value.
 """
 
 from lodestar.metrics._average_precision import average_precision as average_precision
+from lodestar.metrics._bpref import bpref as bpref
 from lodestar.metrics._counts import (
     num_nonrelevant_judged_retrieved as num_nonrelevant_judged_retrieved,
 )
@@ -80,6 +81,9 @@ from lodestar.metrics._dcg import ndcg as ndcg
 from lodestar.metrics._err import err as err
 from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
+from lodestar.metrics._infap import inferred_average_precision as inferred_average_precision
+from lodestar.metrics._normalized_gain import binary_normalized_gain as binary_normalized_gain
+from lodestar.metrics._normalized_gain import normalized_gain as normalized_gain
 from lodestar.metrics._precision import precision as precision
 from lodestar.metrics._precision import recall as recall
 from lodestar.metrics._r_precision import r_precision as r_precision
@@ -121,4 +125,8 @@ __all__ = [
     "utility",
     # The range ties leave a measure (decision 0020).
     "tie_range",
+    "bpref",
+    "inferred_average_precision",
+    "binary_normalized_gain",
+    "normalized_gain",
 ]

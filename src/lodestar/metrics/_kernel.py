@@ -276,6 +276,8 @@ def evaluate(
     )
     if "num_relevant" in context:
         value = _check_num_relevant(value, lists, context, caller=caller)
+    if "num_judged_nonrelevant" in context:
+        value = _check_num_judged_nonrelevant(value, lists, context, caller=caller)
     if not _validation.is_concrete(lists.scores, lists.labels, lists.where):
         # Traced inputs were not checked (decision 0003): a list holding a NaN
         # score or a refused label gives NaN. Concrete ones were refused above.
@@ -314,4 +316,30 @@ def _check_num_relevant(value, lists, context, *, caller):
             )
         return value
     _validation.traced_check(~jnp.any(below), f"{caller} got num_relevant below a list's count.")
+    return jnp.where(below, jnp.nan, value)
+
+
+@jax.jit
+def _judged_nonrelevant_counts(labels, where, judged):
+    nonrelevant = _lists.valid(labels, where) & (labels == 0)
+    if judged is not None:
+        nonrelevant = nonrelevant & judged
+    return jnp.sum(nonrelevant, axis=-1)
+
+
+def _check_num_judged_nonrelevant(value, lists, context, *, caller):
+    """Refuse (or, traced, NaN) a list whose count is below its own judged non-relevant items."""
+    total = context["num_judged_nonrelevant"]
+    below = total < _judged_nonrelevant_counts(lists.labels, lists.where, context.get("judged"))
+    if _validation.is_concrete(below):
+        if bool(jnp.any(below)):
+            raise ValueError(
+                f"{caller} got num_judged_nonrelevant below the number of judged non-relevant "
+                "items in a list; it counts every judged non-relevant item of the list, "
+                "retrieved or not."
+            )
+        return value
+    _validation.traced_check(
+        ~jnp.any(below), f"{caller} got num_judged_nonrelevant below a list's count."
+    )
     return jnp.where(below, jnp.nan, value)
