@@ -467,3 +467,20 @@ def check_num_relevant(num_relevant, scores, segments, max_segments, *, caller: 
         if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
             raise ValueError(f"{caller} expects num_relevant to hold non-negative whole numbers.")
     return num_relevant
+
+
+def check_judged(judged, scores, *, caller: str):
+    """Check a per-item ``judged`` mask; return it as an array (or None).
+
+    Raises:
+      ValueError: it is not a boolean array of the scores' shape.
+    """
+    if judged is None:
+        return None
+    judged = jnp.asarray(judged)
+    if judged.dtype != jnp.bool_ or judged.shape != jnp.shape(scores):
+        raise ValueError(
+            f"{caller} expects judged to be a boolean mask of the scores' shape "
+            f"{jnp.shape(scores)}; got {judged.dtype} {judged.shape}."
+        )
+    return judged

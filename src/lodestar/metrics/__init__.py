@@ -65,12 +65,15 @@ or a label those checks refuse gives NaN, never a plausible number.
 bfloat16 computed in float32. Integer and boolean scores are ranked by value.
 """
 
+from lodestar._gains import GainTable as GainTable
 from lodestar.metrics._average_precision import average_precision as average_precision
 from lodestar.metrics._dcg import dcg as dcg
 from lodestar.metrics._dcg import ndcg as ndcg
 from lodestar.metrics._err import err as err
 from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
+from lodestar.metrics._ndcg_averages import ndcg_at_gain_levels as ndcg_at_gain_levels
+from lodestar.metrics._ndcg_averages import ndcg_at_relevant as ndcg_at_relevant
 from lodestar.metrics._precision import precision as precision
 from lodestar.metrics._precision import recall as recall
 
@@ -83,4 +86,7 @@ __all__ = [
     "precision",
     "recall",
     "reciprocal_rank",
+    "GainTable",
+    "ndcg_at_gain_levels",
+    "ndcg_at_relevant",
 ]
