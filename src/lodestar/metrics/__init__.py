@@ -72,6 +72,8 @@ from lodestar.metrics._dcg import ndcg as ndcg
 from lodestar.metrics._err import err as err
 from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
+from lodestar.metrics._interpolated import eleven_point_average as eleven_point_average
+from lodestar.metrics._interpolated import interpolated_precision as interpolated_precision
 from lodestar.metrics._ndcg_averages import ndcg_at_gain_levels as ndcg_at_gain_levels
 from lodestar.metrics._ndcg_averages import ndcg_at_relevant as ndcg_at_relevant
 from lodestar.metrics._precision import precision as precision
@@ -89,4 +91,6 @@ __all__ = [
     "GainTable",
     "ndcg_at_gain_levels",
     "ndcg_at_relevant",
+    "interpolated_precision",
+    "eleven_point_average",
 ]
