@@ -206,7 +206,15 @@ class _Level:
 
 
 def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
-    """``E[IP]`` at one recall level per list, exact or within ``1 / (2 grid)``."""
+    """``E[IP]`` at one recall level per list, exact or within ``1 / (2 grid)``.
+
+    Each round evaluates ``P(IP <= t)`` at ``chunk`` thresholds in one pass
+    over the blocks' offsets: the next precisions the blocks reach (exact), or
+    the next grid points ``q / grid`` (bracketed). The first round starts at
+    ``D`` itself. Between consecutive thresholds ``t' < t`` the exact walk adds
+    ``(t - t') (1 - P(IP <= t'))``, the grid the trapezoid
+    ``(t - t') (1 - (P(IP <= t') + P(IP <= t)) / 2)``.
+    """
     dtype, wide = lists.dtype, _wide()
     b = _Blocks(lists)
     total = lists.relevant_total(lists.relevant())
@@ -217,65 +225,80 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
     lv = _Level(b, cut, counted, dtype)
     floor_num, floor_den = lv.floor_num, lv.floor_den
     floor = floor_num.astype(dtype) / floor_den.astype(dtype)
-    candidates = jnp.sum(lv.above_floor(), axis=-1)
-    exact = candidates <= exact_limit
-    at_floor = lv.below(floor_num[..., None], floor_den[..., None])[..., 0]
-
-    # Exact: walk the precisions the blocks reach, in increasing order.
-    def more(state):
-        return jnp.any(~state[-1])
-
-    def walk(state):
-        num, den, below, area, done = state
-        next_num, next_den = lv.next_candidate(num, den)
-        done = done | (next_den == 0)
-        next_num = jnp.where(done, num, next_num)
-        next_den = jnp.where(done, den, next_den)
-        step = next_num.astype(dtype) / next_den.astype(dtype) - num.astype(dtype) / den.astype(
-            dtype
-        )
-        area = area + jnp.where(done, 0, step * (1 - below))
-        below = jnp.where(done, below, lv.below(next_num[..., None], next_den[..., None])[..., 0])
-        return next_num, next_den, below, area, done
-
-    zero = jnp.zeros_like(floor)
-    state = (floor_num, floor_den, at_floor, zero, ~exact)
-    exact_area = lax.while_loop(more, walk, state)[3]
-
-    # Bracketed: thresholds q / grid above D, evaluated a chunk at a time, up
-    # to the first at or above the largest precision a block reaches (P = 1 there).
+    exact = jnp.sum(lv.above_floor(), axis=-1) <= exact_limit
+    # The grid: q / grid for q from just above D to the first point at or
+    # above the largest precision a block reaches (P(IP <= t) = 1 from there).
     first = (floor_num * grid) // floor_den + 1
     top_num, top_den = _best_fraction(
         b.rel_above + lv.high, jnp.broadcast_to(b.position, lv.high.shape), lv.points, largest=True
     )
     final = jnp.minimum(-((-top_num * grid) // top_den), grid)
-    first = jnp.where(exact, final + 1, first)
-    rounds = jnp.max((final - first + chunk) // chunk, initial=0)
-    offsets = jnp.arange(chunk, dtype=wide)
-    scale = jnp.asarray(grid, dtype)
+    half = jnp.where(exact, 0, 0.5).astype(dtype)[..., None]
 
-    def bracket(index, state):
-        last_t, last_below, area = state
-        q = jnp.minimum(first[..., None] + index * chunk + offsets, final[..., None] + 1)
-        inside = q <= final[..., None]
-        below = lv.below(q, jnp.full(q.shape, grid, wide))
-        t = q.astype(dtype) / scale
-        left_t = jnp.concatenate([last_t[..., None], t[..., :-1]], -1)
-        left_below = jnp.concatenate([last_below[..., None], below[..., :-1]], -1)
-        pieces = (t - left_t) * (1 - (left_below + below) / 2)
-        area = area + jnp.sum(jnp.where(inside, pieces, 0), axis=-1)
-        # The carry for the next chunk: the last threshold inside.
-        last = jnp.sum(inside, axis=-1) - 1
-        keep = last >= 0
-        pick = jnp.maximum(last, 0)[..., None]
-        last_t = jnp.where(keep, jnp.take_along_axis(t, pick, -1)[..., 0], last_t)
-        last_below = jnp.where(keep, jnp.take_along_axis(below, pick, -1)[..., 0], last_below)
-        return last_t, last_below, area
+    def thresholds(num, den, start, done):
+        """The round's ``chunk`` thresholds from ``num / den`` (included on the first round)."""
 
-    grid_area = lax.fori_loop(
-        jnp.zeros((), rounds.dtype), rounds, bracket, (floor, at_floor, zero)
-    )[2]
-    return floor + jnp.where(exact, exact_area, grid_area)
+        def advance(carry, _):
+            num, den, ended = carry
+            next_num, next_den = lv.next_candidate(num, den)
+            ended = ended | (next_den == 0)
+            num = jnp.where(ended, num, next_num)
+            den = jnp.where(ended, den, next_den)
+            return (num, den, ended), (num, den, ended)
+
+        ended = done | (~exact)
+        (_, _, ended), (nums, dens, ends) = lax.scan(
+            advance, (num, den, ended), None, length=chunk - 1
+        )
+        nums, dens = jnp.moveaxis(nums, 0, -1), jnp.moveaxis(dens, 0, -1)
+        exact_num = jnp.concatenate([start[0][..., None], nums], -1)
+        exact_den = jnp.concatenate([start[1][..., None], dens], -1)
+        return exact_num, exact_den, ended
+
+    def more(state):
+        return jnp.any(~state[-1])
+
+    def round_(state):
+        num, den, below, area, index, done = state
+        # Exact lists: the round starts at D (first round) or the next precision.
+        first_round = index == 0
+        next_num, next_den = lv.next_candidate(num, den)
+        no_next = next_den == 0
+        start_num = jnp.where(first_round | no_next, num, next_num)
+        start_den = jnp.where(first_round | no_next, den, next_den)
+        exact_num, exact_den, ended = thresholds(
+            start_num, start_den, (start_num, start_den), done | (no_next & ~first_round)
+        )
+        # Grid lists: D on the first round, then q / grid up to ``final``.
+        q = first[..., None] + index * chunk + jnp.arange(chunk, dtype=wide) - 1
+        q = jnp.minimum(q, final[..., None])
+        grid_num = jnp.where(q < first[..., None], floor_num[..., None], q)
+        grid_den = jnp.where(q < first[..., None], floor_den[..., None], grid)
+        t_num = jnp.where(exact[..., None], exact_num, grid_num)
+        t_den = jnp.where(exact[..., None], exact_den, grid_den)
+        now = lv.below(t_num, t_den)
+        t = t_num.astype(dtype) / t_den.astype(dtype)
+        left_t = jnp.concatenate(
+            [(num.astype(dtype) / den.astype(dtype))[..., None], t[..., :-1]], -1
+        )
+        left = jnp.concatenate([below[..., None], now[..., :-1]], -1)
+        pieces = (t - left_t) * (1 - left - half * (now - left))
+        area = area + jnp.where(done, 0, jnp.sum(pieces, axis=-1))
+        finished = jnp.where(exact, ended | (no_next & ~first_round), q[..., -1] >= final)
+        return (
+            jnp.where(done, num, t_num[..., -1]),
+            jnp.where(done, den, t_den[..., -1]),
+            jnp.where(done, below, now[..., -1]),
+            area,
+            index + 1,
+            done | finished,
+        )
+
+    zero = jnp.zeros_like(floor)
+    index = jnp.zeros((), wide)
+    state = (floor_num, floor_den, zero, zero, index, jnp.zeros(floor.shape, bool))
+    area = lax.while_loop(more, round_, state)[3]
+    return floor + area
 
 
 def _interpolated_precision(
