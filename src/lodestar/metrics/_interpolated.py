@@ -147,6 +147,9 @@ class _Level:
         den = jnp.where(all_relevant, i, a + m)
         self.floor_num, self.floor_den = _best_fraction(num, den, end | all_relevant, largest=True)
         self.b = b
+        # Which bins of a per-block sum (named by the block's start) are random blocks.
+        first = (self.random & (u == 1)).astype(dtype)
+        self.random_starts = _per_block_sums(first, b.start, b.n)
 
     def above_floor(self):
         """Per position, the lattice points whose precision exceeds ``D``."""
@@ -199,9 +202,7 @@ class _Level:
 
         mass = lax.fori_loop(jnp.zeros((), steps.dtype), steps, add_item, mass)
         sums = _per_block_sums(mass, jnp.broadcast_to(a, mass.shape), n)
-        starts = _per_block_sums((self.random & (b.offset == 1)).astype(dtype), b.start, n)[
-            ..., None, :
-        ]
+        starts = self.random_starts[..., None, :]
         return jnp.prod(jnp.where(starts > 0, sums, 1), axis=-1)
 
 
@@ -225,6 +226,8 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
     lv = _Level(b, cut, counted, dtype)
     floor_num, floor_den = lv.floor_num, lv.floor_den
     floor = floor_num.astype(dtype) / floor_den.astype(dtype)
+    if lists.ranking.ignore_ties:
+        return floor  # every block is one item: nothing is random
     exact = jnp.sum(lv.above_floor(), axis=-1) <= exact_limit
     # The grid: q / grid for q from just above D to the first point at or
     # above the largest precision a block reaches (P(IP <= t) = 1 from there).
@@ -235,40 +238,31 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
     final = jnp.minimum(-((-top_num * grid) // top_den), grid)
     half = jnp.where(exact, 0, 0.5).astype(dtype)[..., None]
 
-    def thresholds(num, den, start, done):
-        """The round's ``chunk`` thresholds from ``num / den`` (included on the first round)."""
+    def thresholds(num, den, first_round, done):
+        """The round's ``chunk`` next precisions after ``num / den`` (from it on the first)."""
 
-        def advance(carry, _):
+        def advance(carry, j):
             num, den, ended = carry
             next_num, next_den = lv.next_candidate(num, den)
-            ended = ended | (next_den == 0)
-            num = jnp.where(ended, num, next_num)
-            den = jnp.where(ended, den, next_den)
-            return (num, den, ended), (num, den, ended)
+            stay = first_round & (j == 0)
+            ended = ended | (~stay & (next_den == 0))
+            move = ~stay & ~ended
+            num = jnp.where(move, next_num, num)
+            den = jnp.where(move, next_den, den)
+            return (num, den, ended), (num, den)
 
-        ended = done | (~exact)
-        (_, _, ended), (nums, dens, ends) = lax.scan(
-            advance, (num, den, ended), None, length=chunk - 1
-        )
-        nums, dens = jnp.moveaxis(nums, 0, -1), jnp.moveaxis(dens, 0, -1)
-        exact_num = jnp.concatenate([start[0][..., None], nums], -1)
-        exact_den = jnp.concatenate([start[1][..., None], dens], -1)
-        return exact_num, exact_den, ended
+        steps = jnp.arange(chunk, dtype=wide)
+        (_, _, ended), (nums, dens) = lax.scan(advance, (num, den, done | ~exact), steps)
+        return jnp.moveaxis(nums, 0, -1), jnp.moveaxis(dens, 0, -1), ended
 
     def more(state):
         return jnp.any(~state[-1])
 
     def round_(state):
         num, den, below, area, index, done = state
-        # Exact lists: the round starts at D (first round) or the next precision.
+        # Exact lists: from D on the first round, then the next precisions.
         first_round = index == 0
-        next_num, next_den = lv.next_candidate(num, den)
-        no_next = next_den == 0
-        start_num = jnp.where(first_round | no_next, num, next_num)
-        start_den = jnp.where(first_round | no_next, den, next_den)
-        exact_num, exact_den, ended = thresholds(
-            start_num, start_den, (start_num, start_den), done | (no_next & ~first_round)
-        )
+        exact_num, exact_den, ended = thresholds(num, den, first_round, done)
         # Grid lists: D on the first round, then q / grid up to ``final``.
         q = first[..., None] + index * chunk + jnp.arange(chunk, dtype=wide) - 1
         q = jnp.minimum(q, final[..., None])
@@ -284,7 +278,7 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
         left = jnp.concatenate([below[..., None], now[..., :-1]], -1)
         pieces = (t - left_t) * (1 - left - half * (now - left))
         area = area + jnp.where(done, 0, jnp.sum(pieces, axis=-1))
-        finished = jnp.where(exact, ended | (no_next & ~first_round), q[..., -1] >= final)
+        finished = jnp.where(exact, ended, q[..., -1] >= final)
         return (
             jnp.where(done, num, t_num[..., -1]),
             jnp.where(done, den, t_den[..., -1]),

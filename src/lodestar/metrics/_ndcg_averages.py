@@ -36,19 +36,40 @@ def _at(table, index):
     return jnp.take_along_axis(table, index, axis=-1)
 
 
-def _block_means(values, blocks, n):
-    """Each item's mean of a per-position ``(..., n)`` table over its block's positions.
+def _block_means(tables, ranking, n, *, pairs=None):
+    """Each item's mean of per-position tables over its block's positions.
 
-    Summed term by term over offsets (no difference of prefix sums), in one pass
-    per offset of the longest block.
+    ``tables`` is ``(t, ..., n)``: ``t`` tables at once, summed term by term
+    over offsets in one loop (no difference of prefix sums), one pass per
+    offset of the longest block. With ``pairs = (earlier, later)`` it also
+    returns ``sum_{u < v} earlier[a + u] * later[a + v]`` over the block,
+    carrying the running sum of ``earlier``. With ``ignore_ties`` every block
+    is one item: the means are the tables at the item's position.
     """
+    blocks = ranking.blocks
     start = jnp.minimum(blocks.above, n)
+    size = blocks.tied.astype(tables.dtype)
+    zeros = jnp.zeros(tables.shape[1:], tables.dtype)
+    if ranking.ignore_ties:
+        means = jnp.stack([_at(table, start) for table in tables])
+        return means if pairs is None else (means, zeros)
+    steps = jnp.max(jnp.where(start < n, blocks.tied, 0), initial=0)
 
-    def term(u):
-        return _at(values, start + u.astype(jnp.int32))
+    def add_offset(v, carry):
+        sums, before, paired = carry
+        at = start + v
+        live = v < blocks.tied
+        sums = sums + jnp.where(live, jnp.stack([_at(t, at) for t in tables]), 0)
+        if pairs is not None:
+            earlier, later = pairs
+            paired = paired + jnp.where(live, _at(later, at) * before, 0)
+            before = before + jnp.where(live, _at(earlier, at), 0)
+        return sums, before, paired
 
-    total = _ranking.block_position_sum(blocks, n, term, values.dtype)
-    return total / blocks.tied.astype(values.dtype)
+    initial = (jnp.zeros(tables.shape, tables.dtype), zeros, zeros)
+    sums, _, paired = lax.fori_loop(jnp.zeros((), steps.dtype), steps, add_offset, initial)
+    means = sums / size
+    return means if pairs is None else (means, paired)
 
 
 def _real_gains(lists, gain):
@@ -80,7 +101,7 @@ def _ndcg_at_gain_levels(lists: _kernel.Lists, k, *, gain):
     later = jnp.concatenate(
         [jnp.flip(jnp.cumsum(jnp.flip(weight, -1), -1), -1), jnp.zeros_like(weight[..., :1])], -1
     )
-    implied = cut >= count + 2
+    implied = (cut >= count + 2) & (count > 0)
     full = _at(running, count[..., None])[..., 0]
     points = jnp.sum(boundary, axis=-1) + implied
     position = jnp.arange(n)
@@ -89,7 +110,7 @@ def _ndcg_at_gain_levels(lists: _kernel.Lists, k, *, gain):
     discount = _gains.discount_at(position.astype(dtype) + 1, 2.0)
     table = jnp.where(position < cut[..., None], discount * per_position, 0)
     gains = _real_gains(lists, gain)
-    value = jnp.sum(gains * _block_means(table, lists.ranking.blocks, n), axis=-1)
+    value = jnp.sum(gains * _block_means(table[None], lists.ranking, n)[0], axis=-1)
     relevant = _num_rel(lists)
     keep = (points > 0) & (relevant > 0)
     return jnp.where(keep, value / jnp.where(keep, points, 1).astype(dtype), 0)
@@ -108,30 +129,6 @@ def _num_rel(lists: _kernel.Lists):
 
 
 # --- ndcg_rel ------------------------------------------------------------------------
-
-
-def _pairs_before(lists: _kernel.Lists, weight, discount, cut):
-    """Per item, ``T_B = sum_{u < v} discount[a + u] * weight[a + v]`` over its block.
-
-    One pass per offset ``v`` of the longest block starting before the cut,
-    carrying the running sum of the discounts before ``v``.
-    """
-    blocks = lists.ranking.blocks
-    n = lists.n
-    start = jnp.minimum(blocks.above, n)
-    counted = jnp.clip(cut[..., None] - blocks.above, 0, blocks.tied)
-    steps = jnp.max(counted, initial=0)
-    zeros = jnp.zeros(blocks.above.shape, weight.dtype)
-
-    def add_offset(v, carry):
-        before, total = carry
-        at = start + v
-        live = v < counted
-        total = total + jnp.where(live, _at(weight, at) * before, 0)
-        before = before + jnp.where(live, _at(discount, at), 0)
-        return before, total
-
-    return lax.fori_loop(0, steps, add_offset, (zeros, zeros))[1]
 
 
 def _ndcg_at_relevant(lists: _kernel.Lists, k, *, gain):
@@ -155,13 +152,18 @@ def _ndcg_at_relevant(lists: _kernel.Lists, k, *, gain):
     _, block_gain = _ranking.block_totals(gains, blocks)
     others = block_gain - gains
 
-    mean_discount = _block_means(discount, blocks, n)
-    shown_discount = _block_means(jnp.where(visible, discount, 0), blocks, n)
-    mean_weight = _block_means(weight, blocks, n)
-    own = _block_means(weight * discount, blocks, n)
-    shown = _block_means(visible.astype(dtype), blocks, n)
+    tables = jnp.stack(
+        [
+            discount,
+            jnp.where(visible, discount, 0),
+            weight,
+            weight * discount,
+            visible.astype(dtype),
+        ]
+    )
+    means, within = _block_means(tables, lists.ranking, n, pairs=(discount, weight))
+    mean_discount, shown_discount, mean_weight, own, shown = means
     dcg_above, _ = _ranking.block_totals(gains * mean_discount, blocks)
-    within = _pairs_before(lists, weight, discount, cut)
 
     # E[sum over positive x of DCG(p_x) / IDCG(p_x)], p_x < N.
     at_relevant = gains * own + dcg_above * mean_weight + others * within / pairs
