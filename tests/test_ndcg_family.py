@@ -81,23 +81,27 @@ TABLES = [
 @pytest.mark.parametrize("seed", range(3))
 def test_ndcg_with_gains_pool_and_judged_matches_trec_eval_loop(table, seed):
     qrels, run = trec_glue.generate(seed)
+    batch = trec_glue.Batch(qrels, run)
     gain = (lambda x: x) if table == "linear" else table
-    for query in trec_glue.queries(qrels, run).values():
-        order = list(np.argsort(-query.scores))
-        gains = [
-            float(gain(g)) if j else 0.0 for g, j in zip(query.grades, query.judged, strict=True)
-        ]
-        pool = [float(gain(g)) for g in query.pool]
-        for k in (None, 3, 10):
-            got = metrics.ndcg(
-                query.scores,
-                query.grades,
-                k=k,
-                gain=table,
-                ideal_labels=query.pool,
-                judged=query.judged,
-            )
-            assert abs(float(got) - trec_ndcg(gains, order, pool, k=k)) <= 1e-12
+    for k in (None, 3, 10):
+        got = metrics.ndcg(
+            batch.scores,
+            batch.grades,
+            k=k,
+            gain=table,
+            ideal_labels=batch.pool,
+            ideal_where=batch.pool_where,
+            judged=batch.judged,
+            where=batch.where,
+        )
+        for row, query in enumerate(batch.queries.values()):
+            order = list(np.argsort(-query.scores))
+            gains = [
+                float(gain(g)) if j else 0.0
+                for g, j in zip(query.grades, query.judged, strict=True)
+            ]
+            pool = [float(gain(g)) for g in query.pool]
+            assert abs(float(got[row]) - trec_ndcg(gains, order, pool, k=k)) <= 1e-12
 
 
 def test_ndcg_ideal_ranks_the_whole_pool_without_a_cutoff():
@@ -122,7 +126,7 @@ def test_an_unjudged_item_gains_nothing_when_level_0_gains():
     judged = np.array([True, False])
     got = metrics.ndcg(scores, labels, gain=GainTable({0: 1}), judged=judged)
     assert float(got) == pytest.approx(1.0)  # the judged one ranks first
-    got = metrics.ndcg(scores[::-1], labels, gain=GainTable({0: 1}), judged=judged[::-1])
+    got = metrics.ndcg(scores, labels, gain=GainTable({0: 1}), judged=judged[::-1])
     assert float(got) == pytest.approx(1 / math.log2(3))
 
 
@@ -185,12 +189,22 @@ def test_pool_judged_and_gains_match_the_oracle_over_every_order(labels, data):
     table = data.draw(st.sampled_from(TABLES[1:]))
     gain = functools.partial(lambda t, x: float(t(jnp.asarray(x))), table)
     common = dict(gain=gain, ideal_labels=pool, judged=judged)
+    # Padded to fixed widths: one compilation serves every example.
+    wide_scores, wide_labels, wide_judged, where = trec_glue.padded(6, scores, labels, judged)
+    wide_pool, pool_where = trec_glue.padded(9, pool)
     for k in (None, 2, 4):
         rel = oracles.tie_average(oracles.ndcg_rel_of_order, scores, labels, k=k, **common)
         rnd = oracles.tie_average(oracles.rndcg_of_order, scores, labels, k=k, **common)
-        options = dict(k=k, gain=table, ideal_labels=pool, judged=judged)
-        got_rel = metrics.ndcg_at_relevant(scores, labels, **options)
-        got_rnd = metrics.ndcg_at_gain_levels(scores, labels, **options)
+        options = dict(
+            k=k,
+            gain=table,
+            ideal_labels=wide_pool,
+            ideal_where=pool_where,
+            judged=wide_judged,
+            where=where,
+        )
+        got_rel = metrics.ndcg_at_relevant(wide_scores, wide_labels, **options)
+        got_rnd = metrics.ndcg_at_gain_levels(wide_scores, wide_labels, **options)
         if not any(g < 0 for g in table.gains):
             np.testing.assert_allclose(got_rel, rel, **TOL)
         np.testing.assert_allclose(got_rnd, rnd, **TOL)
@@ -232,7 +246,8 @@ def test_negative_gains_in_ndcg_at_relevant_stay_within_the_stated_bound():
             return oracles.tie_average(_rel_sum, scores, labels, gain=gain, part=part, pool=labels)
 
         expected = oracles.tie_average(oracles.ndcg_rel_of_order, scores, labels, gain=gain)
-        got = float(metrics.ndcg_at_relevant(scores, labels, gain=table))
+        wide_scores, wide_labels, where = trec_glue.padded(6, scores, labels)
+        got = float(metrics.ndcg_at_relevant(wide_scores, wide_labels, gain=table, where=where))
         assert got == pytest.approx(max(average(None), 0) / size, abs=1e-12)
         bound = min(average(1), -average(-1)) / size
         assert abs(got - expected) <= bound + 1e-12
@@ -272,14 +287,20 @@ def test_agrees_with_pytrec_eval(seed):
     qrels, run = trec_glue.generate(seed)
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg", "ndcg_rel", "Rndcg"})
     reference = evaluator.evaluate(run)
-    for qid, query in trec_glue.queries(qrels, run).items():
-        common = dict(ideal_labels=query.pool, judged=query.judged)
-        ours = {
-            "ndcg": metrics.ndcg(query.scores, query.grades, **common),
-            "ndcg_rel": metrics.ndcg_at_relevant(query.scores, query.grades, **common),
-            "Rndcg": metrics.ndcg_at_gain_levels(
-                query.scores, query.grades, num_relevant=query.num_relevant, **common
-            ),
-        }
-        for name, value in ours.items():
-            assert abs(float(value) - reference[qid][name]) <= 1e-9, (qid, name)
+    batch = trec_glue.Batch(qrels, run)
+    common = dict(
+        ideal_labels=batch.pool,
+        ideal_where=batch.pool_where,
+        judged=batch.judged,
+        where=batch.where,
+    )
+    ours = {
+        "ndcg": metrics.ndcg(batch.scores, batch.grades, **common),
+        "ndcg_rel": metrics.ndcg_at_relevant(batch.scores, batch.grades, **common),
+        "Rndcg": metrics.ndcg_at_gain_levels(
+            batch.scores, batch.grades, num_relevant=batch.num_relevant, **common
+        ),
+    }
+    for row, qid in enumerate(batch.qids):
+        for name, values in ours.items():
+            assert abs(float(values[row]) - reference[qid][name]) <= 1e-9, (qid, name)

@@ -62,3 +62,48 @@ class Query:
 def queries(qrels, run, *, level=1):
     """The queries trec_eval evaluates (judged and retrieved), as :class:`Query`."""
     return {q: Query(qrels[q], run[q], level=level) for q in run if q in qrels}
+
+
+class Batch:
+    """Every evaluated query padded into one batch, so that one call scores them all.
+
+    Attributes:
+      qids: the query ids, one per row (rows past them are padding).
+      queries: each query's :class:`Query`.
+      scores, grades, relevant: ``(queries, width)``; padding scores 0.
+      judged, where: ``(queries, width)`` masks.
+      pool, pool_where: ``(queries, width)`` judged levels and their mask.
+      num_relevant: ``(queries,)``.
+    """
+
+    def __init__(self, qrels, run, *, level=1, width=64, rows=16):
+        per_query = queries(qrels, run, level=level)
+        self.qids = list(per_query)
+        self.queries = per_query
+        assert len(self.qids) <= rows
+
+        def pad(values, dtype=np.float64):
+            out = np.zeros((rows, width), dtype)
+            for row, value in enumerate(values):
+                out[row, : len(value)] = value
+            return out
+
+        items = list(per_query.values())
+        self.scores = pad([q.scores for q in items])
+        self.grades = pad([q.grades for q in items])
+        self.relevant = pad([q.relevant for q in items])
+        self.judged = pad([q.judged for q in items], bool)
+        self.where = pad([np.ones(len(q.scores), bool) for q in items], bool)
+        self.pool = pad([q.pool for q in items])
+        self.pool_where = pad([np.ones(len(q.pool), bool) for q in items], bool)
+        self.num_relevant = np.zeros(rows)
+        self.num_relevant[: len(items)] = [q.num_relevant for q in items]
+
+
+def padded(width, *arrays):
+    """``arrays`` zero-padded to ``width``, and the mask of the real items."""
+    n = len(arrays[0])
+    out = [
+        np.concatenate([np.asarray(a), np.zeros(width - n, np.asarray(a).dtype)]) for a in arrays
+    ]
+    return (*out, np.arange(width) < n)

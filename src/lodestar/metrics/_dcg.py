@@ -58,18 +58,20 @@ def sorted_ideal_gains(lists: _kernel.Lists, gain) -> jax.Array:
     return jnp.take_along_axis(gains, order, axis=-1)
 
 
-def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True):
+def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
     """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains.
 
     The command line gives the ideal's gains already sorted (descending,
     zero-padded) as ``sorted_ideal_gains``: its kernel then needs no sort.
-    Without a requested cut-off (``cut_ideal`` False) a judged pool longer
-    than the list is ranked whole, as trec_eval's ``ndcg`` ranks it.
+    A judged pool is cut at the requested cut-off ``ideal_k``, not at the
+    list's length (a list shorter than ``k`` keeps the ideal of ``k``, as
+    trec_eval's ``ndcg_cut``), and ranked whole without one (``cut_ideal``
+    False), as trec_eval's ``ndcg`` ranks it.
     """
     context = lists.context
-    if not cut_ideal and ("sorted_ideal_gains" in context or "ideal_labels" in context):
+    if "sorted_ideal_gains" in context or "ideal_labels" in context:
         pool = context.get("sorted_ideal_gains", context.get("ideal_labels"))
-        k = pool.shape[-1]
+        k = ideal_k if cut_ideal and ideal_k is not None else pool.shape[-1]
     if "sorted_ideal_gains" in context:
         ordered = context["sorted_ideal_gains"].astype(lists.dtype)
         table = _gains.discount_table(ordered.shape[-1], k=k, log_base=2.0, dtype=lists.dtype)
@@ -80,7 +82,7 @@ def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True):
     return _gains.ideal_dcg(gains, lists.valid, k=k, rank_k=lists.ranking.k, top_gains=top_gains)
 
 
-def _ndcg(lists: _kernel.Lists, k, *, gain, cut_ideal=True):
+def _ndcg(lists: _kernel.Lists, k, *, gain, cut_ideal=True, ideal_k=None):
     valid = lists.valid
     gains = judged_gains(lists, gain)
     # The ideal of the list's own items ranks their positive gains only.
@@ -93,7 +95,7 @@ def _ndcg(lists: _kernel.Lists, k, *, gain, cut_ideal=True):
         # One host sort finds the top scores and the top gains alike.
         candidates = _gains.ideal_candidates(positive, valid)
         value, top_gains = lists.ranking.weighted_sum(gains, table, largest_of=candidates)
-    ideal = _ideal(lists, k, gain, positive, top_gains, cut_ideal)
+    ideal = _ideal(lists, k, gain, positive, top_gains, cut_ideal, ideal_k)
     return _kernel.ratio_or_zero(value, ideal)
 
 
@@ -102,8 +104,8 @@ NDCG = _kernel.Formula(
     "ndcg",
     _ndcg,
     static=("gain", "cut_ideal"),
-    # k=None: the ideal ranks the whole judged pool, not its first n (decision 0017).
-    with_cutoff=lambda k: {"cut_ideal": k is not None},
+    # A judged pool is cut at the requested k, or not at all (decision 0017).
+    with_cutoff=lambda k: {"cut_ideal": k is not None, "ideal_k": 0 if k is None else k},
 )
 
 
