@@ -278,6 +278,8 @@ def rbp_resid_of_order(labels, order, *, k=None, p=0.9, judged=None):
             total += weight
         weight *= p
     return weight + (1 - p) * total if unjudged else 0.0
+
+
 # --- bpref, infAP, binG and G on one explicit order (trec_eval's m_*.c loops) ----------
 # ``judged`` and ``pooled`` are per item (by index), as lodestar takes them.
 # trec_eval's relevance values: judged items have their label (relevant when
@@ -383,3 +385,144 @@ def g_of_order(labels, order, *, k=None, gain=lambda x: x, judged=None, ideal_la
             results_g += results_gain / math.log2(2 + sum_cost - sum_results)
     sum_ideal = sum(x for x in ideal if x > 0)
     return results_g / sum_ideal if sum_ideal > 0 else 0.0
+
+
+# --- trec_eval's ndcg_rel, Rndcg, iprec_at_recall and 11pt_avg on one explicit order ----
+# (decision 0017). Gains: ``gain`` maps a label to its gain; an unjudged item gains
+# 0; the ideal takes ``ideal_labels`` (every judged item) or the list's judged items.
+
+
+def _gains_and_pool(labels, *, gain, ideal_labels, judged):
+    gains = [gain(float(x)) if judged is None or judged[i] else 0.0 for i, x in enumerate(labels)]
+    if ideal_labels is None:
+        pool = [g for i, g in enumerate(gains) if judged is None or judged[i]]
+    else:
+        pool = [gain(float(x)) for x in ideal_labels]
+    return gains, sorted(pool, reverse=True)
+
+
+def ndcg_rel_of_order(labels, order, *, k=None, gain=lambda x: x, ideal_labels=None, judged=None):
+    """m_ndcg_rel.c: NDCG at each positive-gain document, the final NDCG for those missed."""
+    gains, pool = _gains_and_pool(labels, gain=gain, ideal_labels=ideal_labels, judged=judged)
+    ideal = [g for g in pool if g > 0]
+    ranked = list(order if k is None else order[:k])
+    results_dcg = ideal_dcg = total = 0.0
+    num_rel_ret = 0
+    for i, index in enumerate(ranked):
+        g = gains[index]
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        if i < len(ideal):
+            ideal_dcg += ideal[i] / math.log2(i + 2)
+        if g > 0:
+            total += results_dcg / ideal_dcg
+            num_rel_ret += 1
+    for i in range(len(ranked), len(ideal)):
+        ideal_dcg += ideal[i] / math.log2(i + 2)
+    if ideal:
+        total += (len(ideal) - num_rel_ret) * results_dcg / ideal_dcg
+    return total / len(ideal) if total > 0 else 0.0
+
+
+def rndcg_of_order(
+    labels,
+    order,
+    *,
+    k=None,
+    gain=lambda x: x,
+    ideal_labels=None,
+    judged=None,
+    num_relevant=None,
+):
+    """m_Rndcg.c: NDCG where the ideal's gain changes, and once more at the end of the run."""
+    gains, pool = _gains_and_pool(labels, gain=gain, ideal_labels=ideal_labels, judged=judged)
+    if num_relevant is None:
+        source = labels if ideal_labels is None else ideal_labels
+        num_relevant = sum(
+            1
+            for i, x in enumerate(source)
+            if x != 0 and (ideal_labels is not None or judged is None or judged[i])
+        )
+    if num_relevant == 0:
+        return 0.0
+
+    def ideal_at(i):
+        return pool[i] if i < len(pool) else 0.0
+
+    ranked = list(order if k is None else order[:k])
+    num_ret = len(ranked)
+    results_dcg = ideal_dcg = total = 0.0
+    points = 0
+    ideal_gain = old = ideal_at(0)
+    i = 0
+    while i < num_ret and ideal_gain > 0:
+        g = gains[ranked[i]]
+        ideal_gain = ideal_at(i)
+        if old != ideal_gain:
+            if ideal_dcg > 0:
+                total += results_dcg / ideal_dcg
+                points += 1
+            old = ideal_gain
+        if g != 0:
+            results_dcg += g / math.log2(i + 2)
+        if ideal_gain > 0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    if i < num_ret:
+        while i < num_ret:
+            results_dcg += gains[ranked[i]] / math.log2(i + 2)
+            i += 1
+        if ideal_dcg > 0:
+            total += results_dcg / ideal_dcg
+            points += 1
+    while ideal_gain > 0:
+        ideal_gain = ideal_at(i)
+        if old != ideal_gain:
+            if ideal_dcg > 0:
+                total += results_dcg / ideal_dcg
+                points += 1
+            old = ideal_gain
+        if ideal_gain > 0:
+            ideal_dcg += ideal_gain / math.log2(i + 2)
+        i += 1
+    return total / points if points else 0.0
+
+
+def lround(x):
+    """C's lround for x >= 0: halves away from zero."""
+    whole = math.floor(x)
+    return whole + (1 if x - whole >= 0.5 else 0)
+
+
+def iprec_of_order(labels, order, *, k=None, recall, num_relevant=None):
+    """m_iprec_at_recall.c for one level: the largest precision at or after the level's rank."""
+    ranked = list(order if k is None else order[:k])
+    rel = [labels[i] != 0 for i in ranked]
+    total = sum(x != 0 for x in labels) if num_relevant is None else num_relevant
+    cutoff = lround(recall * total)
+    num_rel_ret, num_ret = sum(rel), len(ranked)
+    if cutoff > num_rel_ret or num_ret == 0:
+        return 0.0
+    int_precis = num_rel_ret / num_ret
+    rel_so_far = num_rel_ret
+    for i in range(num_ret, 0, -1):
+        if rel_so_far == 0:
+            break
+        int_precis = max(int_precis, rel_so_far / i)
+        if rel[i - 1]:
+            if rel_so_far == cutoff:
+                return int_precis
+            rel_so_far -= 1
+    return int_precis
+
+
+ELEVEN = tuple(i / 10 for i in range(11))
+
+
+def eleven_pt_of_order(labels, order, *, k=None, recall=ELEVEN, num_relevant=None):
+    """m_11pt_avg.c: the mean of the interpolated precisions at the levels."""
+    values = [
+        iprec_of_order(labels, order, k=k, recall=level, num_relevant=num_relevant)
+        for level in recall
+    ]
+    return sum(values) / len(values)

@@ -49,6 +49,19 @@ ARGS = {
         "judged or not (trec_eval: in the qrels at all), or None for the\n"
         "judged items. A judged item always counts as pooled."
     ),
+    # The NDCG family beyond ndcg (decision 0017).
+    "judged_gain": (
+        "judged: ``(..., n)`` boolean mask of the items that were judged, or\n"
+        "None if every real item was. An unjudged item gains 0 whatever its\n"
+        "label, which matters when level 0 has a gain."
+    ),
+    "ideal_pool": (
+        "ideal_labels: ``(..., m)`` labels of every judged item of each list,\n"
+        "retrieved or not, for the ideal ranking; None uses the list's own\n"
+        "judged items. Not with ``segments``.\n"
+        "ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks\n"
+        "padding."
+    ),
 }
 
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>\w+)\}\}[ \t]*$", re.MULTILINE)

@@ -6,13 +6,16 @@ at position 0 and receives the discount ``1 / log_b(0 + 2) = 1`` for ``b = 2``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-from collections.abc import Callable
+import math
+import numbers
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 
-from lodestar import _ranking
+from lodestar import _ranking, _validation
 
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
@@ -164,3 +167,101 @@ def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
         ordered = jnp.take_along_axis(jnp.where(valid, gains, 0), order, axis=-1)
         return jnp.sum(ordered * jnp.diff(table), axis=-1)
     return _ranking.block_weighted_sum(gains, gains, valid, table)
+
+
+@dataclasses.dataclass(frozen=True, init=False)
+class GainTable:
+    """The gain of each relevance level, as trec_eval's ``ndcg.1=3.5,2=9``: a ``gain=``.
+
+    Levels listed get the gain given; every other label keeps its own value as
+    its gain, as in trec_eval's gain_init.c, where a relevance level that the
+    parameters leave out gains the level itself. Gains may be zero or
+    negative, and level 0 may be given a gain. The table is hashable, so it
+    can be passed to a jitted function as a static argument, and callable:
+    ``table(labels)`` returns the gains.
+
+    NDCG's ideal ranks the items by their gains and stops at the first gain
+    that is not positive (trec_eval's m_ndcg.c), so a negative gain lowers a
+    ranking's DCG but never its ideal. An unjudged item gains 0 whatever its
+    label: give the measures a ``judged`` mask when level 0 has a gain.
+
+    Args:
+      gains: A mapping from relevance levels (non-negative whole numbers) to
+        their gains (finite real numbers).
+
+    Raises:
+      InvalidParameterError: ``gains`` is not such a mapping.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics
+      >>> table = metrics.GainTable({1: 3.5, 2: 9.0})
+      >>> table(jnp.array([0.0, 1.0, 2.0, 3.0])).tolist()
+      [0.0, 3.5, 9.0, 3.0]
+    """
+
+    levels: tuple[int, ...]
+    gains: tuple[float, ...]
+
+    def __init__(self, gains: Mapping[int, float]):
+        def refuse():
+            return _validation.InvalidParameterError(
+                "The 'gains' parameter of GainTable must be a mapping of non-negative "
+                f"whole-number levels to finite float gains. Got {gains!r} instead."
+            )
+
+        if not isinstance(gains, Mapping):
+            raise refuse()
+        pairs = {}
+        for level, gain in gains.items():
+            whole = _validation.is_int(level) or (
+                isinstance(level, float) and math.isfinite(level) and level == int(level)
+            )
+            number = isinstance(gain, numbers.Real) and not isinstance(gain, bool)
+            if not whole or level < 0 or not number or not math.isfinite(float(gain)):
+                raise refuse()
+            pairs[int(level)] = float(gain)
+        ordered = sorted(pairs.items())
+        object.__setattr__(self, "levels", tuple(level for level, _ in ordered))
+        object.__setattr__(self, "gains", tuple(gain for _, gain in ordered))
+
+    @classmethod
+    def parse(cls, text: str) -> GainTable:
+        """Read trec_eval's parameter notation ``level=gain,level=gain``.
+
+        ``GainTable.parse("1=3.5,2=9")`` is ``GainTable({1: 3.5, 2: 9.0})``, what
+        trec_eval's ``-m ndcg.1=3.5,2=9`` sets (meas_init.c's
+        ``get_param_pairs`` and gain_init.c).
+
+        Raises:
+          InvalidParameterError: a pair is not ``level=gain`` with a
+            non-negative whole-number level and a finite gain, or a level
+            appears twice.
+        """
+        gains = {}
+        for pair in text.split(","):
+            level, equals, gain = pair.partition("=")
+            try:
+                parsed_level, parsed_gain = int(level), float(gain)
+            except ValueError:
+                parsed_level = parsed_gain = None
+            if not equals or parsed_level is None or parsed_level in gains:
+                raise _validation.InvalidParameterError(
+                    "GainTable.parse expects comma-separated level=gain pairs with each "
+                    f"level a whole number given once, such as '1=3.5,2=9'. Got {text!r} instead."
+                )
+            gains[parsed_level] = parsed_gain
+        return cls(gains)
+
+    def __call__(self, labels) -> jax.Array:
+        """The gain of each label: the table's for a listed level, else the label."""
+        labels = jnp.asarray(labels)
+        if not jnp.issubdtype(labels.dtype, jnp.floating):
+            labels = labels.astype(jnp.result_type(float))
+        gains = labels
+        for level, gain in zip(self.levels, self.gains, strict=True):
+            gains = jnp.where(labels == level, jnp.asarray(gain, labels.dtype), gains)
+        return gains
+
+    def __repr__(self) -> str:
+        return f"GainTable({dict(zip(self.levels, self.gains, strict=True))!r})"

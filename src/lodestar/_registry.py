@@ -55,12 +55,25 @@ class TrecFamily:
       defaults: The parameters trec_eval uses when the name is given bare
         (``P`` means ``P.5,10,15,20,30,100,200,500,1000``); empty if bare
         means the measure without parameters.
+      combined: Whether the parameters together are one value of the option,
+        reported under one name (``11pt_avg.0.2,0.5,0.8``: the recall levels
+        to average; ``ndcg.1=3,2=9``: a :class:`~lodestar.metrics.GainTable`,
+        read with :meth:`~lodestar.metrics.GainTable.parse`), rather than
+        one measure per parameter (``P.5,10``).
+      value_format: How a parameter appears in the reported name after
+        ``_``: ``P_5``, and ``iprec_at_recall_0.10`` with ``"{:.2f}"``
+        (trec_eval's ``%3.2f`` for real-valued cut-offs).
     """
 
     name: str
     parameter: str | None = None
     defaults: tuple = ()
+    combined: bool = False
+    value_format: str = "{}"
 
+
+# trec_eval's default recall levels of iprec_at_recall and 11pt_avg.
+ELEVEN_POINTS = tuple(i / 10 for i in range(11))
 
 # trec_eval's default cut-offs for P, recall, ndcg_cut, map_cut, relative_P, ...
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -163,8 +176,11 @@ MEASURES: Mapping[str, Measure] = {
             "_dcg.NDCG",
             "graded",
             "DCG over the ideal DCG, linear gain",
-            trec=(TrecFamily("ndcg"), TrecFamily("ndcg_cut", "k", TREC_CUTOFFS)),
-            context=("ideal_labels",),
+            trec=(
+                TrecFamily("ndcg", "gain", combined=True),
+                TrecFamily("ndcg_cut", "k", TREC_CUTOFFS),
+            ),
+            context=("ideal_labels", "judged"),
             options=(Option("gain", "linear", "exp2"),),
             oracle="ndcg_of_order",
         ),
@@ -518,6 +534,61 @@ MEASURES: Mapping[str, Measure] = {
             context=("ideal_labels", "judged"),
             options=(Option("gain", "linear", "exp2"),),
             oracle="g_of_order",
+        ),
+        # Interpolated precision and the NDCG family of trec_eval (decision 0017).
+        Measure(
+            "iprec_at_recall",
+            "_interpolated.interpolated_precision",
+            "_interpolated.INTERPOLATED_PRECISION",
+            "binary",
+            "interpolated precision at a recall level (one value per level)",
+            trec=(
+                TrecFamily(
+                    "iprec_at_recall",
+                    "recall",
+                    ELEVEN_POINTS,
+                    value_format="{:.2f}",
+                ),
+            ),
+            context=("num_relevant",),
+            options=(Option("recall", REQUIRED, 0.3),),
+            oracle="iprec_of_order",
+        ),
+        Measure(
+            "11pt_avg",
+            "_interpolated.eleven_point_average",
+            "_interpolated.ELEVEN_POINT_AVERAGE",
+            "binary",
+            "interpolated precision averaged over the recall levels 0, 0.1, ..., 1",
+            names=("eleven_point_average",),
+            trec=(TrecFamily("11pt_avg", "recall", combined=True),),
+            context=("num_relevant",),
+            options=(Option("recall", ELEVEN_POINTS, (0.2, 0.5, 0.8)),),
+            oracle="eleven_pt_of_order",
+        ),
+        Measure(
+            "ndcg_rel",
+            "_ndcg_averages.ndcg_at_relevant",
+            "_ndcg_averages.NDCG_AT_RELEVANT",
+            "graded",
+            "NDCG averaged at the ranks of the positive-gain documents",
+            names=("ndcg_at_relevant",),
+            trec=(TrecFamily("ndcg_rel", "gain", combined=True),),
+            context=("ideal_labels", "judged"),
+            options=(Option("gain", "linear", "exp2"),),
+            oracle="ndcg_rel_of_order",
+        ),
+        Measure(
+            "Rndcg",
+            "_ndcg_averages.ndcg_at_gain_levels",
+            "_ndcg_averages.NDCG_AT_GAIN_LEVELS",
+            "graded",
+            "NDCG averaged where the ideal ranking's gain changes",
+            names=("ndcg_at_gain_levels",),
+            trec=(TrecFamily("Rndcg", "gain", combined=True),),
+            context=("ideal_labels", "judged", "num_relevant"),
+            options=(Option("gain", "linear", "exp2"),),
+            oracle="rndcg_of_order",
         ),
     )
 }

@@ -67,6 +67,7 @@ or a label those checks refuse gives NaN, never a plausible number. So do
 bfloat16 computed in float32. Integer and boolean scores are ranked by value.
 """
 
+from lodestar._gains import GainTable as GainTable
 from lodestar.metrics._average_precision import average_precision as average_precision
 from lodestar.metrics._bpref import bpref as bpref
 from lodestar.metrics._counts import (
@@ -82,6 +83,10 @@ from lodestar.metrics._err import err as err
 from lodestar.metrics._first_relevant import hits as hits
 from lodestar.metrics._first_relevant import reciprocal_rank as reciprocal_rank
 from lodestar.metrics._infap import inferred_average_precision as inferred_average_precision
+from lodestar.metrics._interpolated import eleven_point_average as eleven_point_average
+from lodestar.metrics._interpolated import interpolated_precision as interpolated_precision
+from lodestar.metrics._ndcg_averages import ndcg_at_gain_levels as ndcg_at_gain_levels
+from lodestar.metrics._ndcg_averages import ndcg_at_relevant as ndcg_at_relevant
 from lodestar.metrics._normalized_gain import binary_normalized_gain as binary_normalized_gain
 from lodestar.metrics._normalized_gain import normalized_gain as normalized_gain
 from lodestar.metrics._precision import precision as precision
@@ -125,8 +130,15 @@ __all__ = [
     "utility",
     # The range ties leave a measure (decision 0020).
     "tie_range",
+    # bpref, inferred AP and the normalized gains (decision 0016).
     "bpref",
     "inferred_average_precision",
     "binary_normalized_gain",
     "normalized_gain",
+    # Interpolated precision and the NDCG family beyond ndcg (decision 0017).
+    "GainTable",
+    "ndcg_at_gain_levels",
+    "ndcg_at_relevant",
+    "interpolated_precision",
+    "eleven_point_average",
 ]

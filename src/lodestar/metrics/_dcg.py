@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import jax
 import jax.numpy as jnp
 
-from lodestar import _docs, _gains, _validation
+from lodestar import _docs, _gains, _ranking, _validation
 from lodestar.metrics import _kernel
 
 if TYPE_CHECKING:
@@ -20,41 +21,92 @@ def _dcg(lists: _kernel.Lists, k, *, gain, log_base):
     return lists.ranking.weighted_sum(gains, table)
 
 
-def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains):
+def judged_gains(lists: _kernel.Lists, gain) -> jax.Array:
+    """Each real item's gain; 0 for padding and for an item the ``judged`` context leaves out."""
+    real = lists.valid
+    if "judged" in lists.context:
+        real = real & lists.context["judged"]
+    return jnp.where(real, _gains.apply_gain(gain, lists.labels.astype(lists.dtype)), 0)
+
+
+def ideal_pool(lists: _kernel.Lists, gain):
+    """The gains the ideal ranks and their mask: ``ideal_labels``' if given, else the list's.
+
+    Only positive gains enter the ideal (trec_eval's m_ndcg.c stops at the
+    first gain that is not positive), so the others are 0 here.
+    """
+    context = lists.context
+    if "ideal_labels" in context:
+        labels = context["ideal_labels"]
+        valid = context.get("ideal_where", jnp.ones(labels.shape, bool))
+        gains = _gains.apply_gain(gain, labels.astype(lists.dtype))
+    else:
+        valid, gains = lists.valid, judged_gains(lists, gain)
+    return jnp.where(valid, jnp.maximum(gains, 0), 0), valid
+
+
+def sorted_ideal_gains(lists: _kernel.Lists, gain) -> jax.Array:
+    """The ideal's positive gains in descending order, zero-padded: ``(..., m)``.
+
+    The command line gives them as the ``sorted_ideal_gains`` context; else they
+    are sorted here from :func:`ideal_pool`.
+    """
+    if "sorted_ideal_gains" in lists.context:
+        return jnp.maximum(lists.context["sorted_ideal_gains"].astype(lists.dtype), 0)
+    gains, valid = ideal_pool(lists, gain)
+    order = _ranking.descending_order(gains, valid)
+    return jnp.take_along_axis(gains, order, axis=-1)
+
+
+def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
     """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains.
 
     The command line gives the ideal's gains already sorted (descending,
     zero-padded) as ``sorted_ideal_gains``: its kernel then needs no sort.
+    A judged pool is cut at the requested cut-off ``ideal_k``, not at the
+    list's length (a list shorter than ``k`` keeps the ideal of ``k``, as
+    trec_eval's ``ndcg_cut``), and ranked whole without one (``cut_ideal``
+    False), as trec_eval's ``ndcg`` ranks it.
     """
     context = lists.context
+    if "sorted_ideal_gains" in context or "ideal_labels" in context:
+        pool = context.get("sorted_ideal_gains", context.get("ideal_labels"))
+        k = ideal_k if cut_ideal and ideal_k is not None else pool.shape[-1]
     if "sorted_ideal_gains" in context:
         ordered = context["sorted_ideal_gains"].astype(lists.dtype)
         table = _gains.discount_table(ordered.shape[-1], k=k, log_base=2.0, dtype=lists.dtype)
         return jnp.sum(ordered * jnp.diff(table), axis=-1)
     if "ideal_labels" in context:
-        labels = context["ideal_labels"]
-        valid = context.get("ideal_where", jnp.ones(labels.shape, bool))
-        pool = jnp.where(valid, _gains.apply_gain(gain, labels.astype(lists.dtype)), 0)
+        pool, valid = ideal_pool(lists, gain)
         return _gains.ideal_dcg(pool, valid, k=k)
     return _gains.ideal_dcg(gains, lists.valid, k=k, rank_k=lists.ranking.k, top_gains=top_gains)
 
 
-def _ndcg(lists: _kernel.Lists, k, *, gain):
+def _ndcg(lists: _kernel.Lists, k, *, gain, cut_ideal=True, ideal_k=None):
     valid = lists.valid
-    gains = jnp.where(valid, _gains.apply_gain(gain, lists.labels.astype(lists.dtype)), 0)
+    gains = judged_gains(lists, gain)
+    # The ideal of the list's own items ranks their positive gains only.
+    positive = jnp.maximum(gains, 0)
     table = _gains.discount_table(lists.n, k=k, log_base=2.0, dtype=lists.dtype)
     top_gains = None
     if lists.ranking.k is None or "ideal_labels" in lists.context:
         value = lists.ranking.weighted_sum(gains, table)
     else:
         # One host sort finds the top scores and the top gains alike.
-        candidates = _gains.ideal_candidates(gains, valid)
+        candidates = _gains.ideal_candidates(positive, valid)
         value, top_gains = lists.ranking.weighted_sum(gains, table, largest_of=candidates)
-    return _kernel.ratio_or_zero(value, _ideal(lists, k, gain, gains, top_gains))
+    ideal = _ideal(lists, k, gain, positive, top_gains, cut_ideal, ideal_k)
+    return _kernel.ratio_or_zero(value, ideal)
 
 
 DCG = _kernel.Formula("dcg", _dcg, static=("gain",))
-NDCG = _kernel.Formula("ndcg", _ndcg, static=("gain",))
+NDCG = _kernel.Formula(
+    "ndcg",
+    _ndcg,
+    static=("gain", "cut_ideal"),
+    # A judged pool is cut at the requested k, or not at all (decision 0017).
+    with_cutoff=lambda k: {"cut_ideal": k is not None, "ideal_k": 0 if k is None else k},
+)
 
 
 @_docs.shared
@@ -172,6 +224,7 @@ def ndcg(
     ignore_ties: bool = False,
     ideal_labels: Num[Array, "*batch m"] | None = None,
     ideal_where: Bool[Array, "*batch m"] | None = None,
+    judged: Bool[Array, "*batch n"] | None = None,
     where: Bool[Array, "*batch n"] | None = None,
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -187,8 +240,15 @@ def ndcg(
     The ideal uses the same ``k``, the same gain and the base-2 discount. By
     default it ranks the list's own real items (padding is excluded); with
     ``ideal_labels`` it ranks those instead, as trec_eval ranks every judged
-    document of the query, retrieved or not. A list whose ideal DCG is 0 (no
-    item with a non-zero gain) scores 0.
+    document of the query, retrieved or not. Only positive gains enter the
+    ideal, as in trec_eval's m_ndcg.c: a negative gain (from a callable or a
+    :class:`GainTable`) lowers the DCG, never the ideal. A list whose ideal DCG
+    is 0 (no item with a positive gain) scores 0.
+
+    With ``ideal_labels`` holding every judged document's relevance level,
+    ``judged`` marking the retrieved documents in the qrels and
+    ``gain=GainTable(...)``, this is trec_eval's ``ndcg`` with gain parameters
+    (``-m ndcg.1=3,2=9``), and with ``k`` its ``ndcg_cut_k``.
 
     Args:
       {{scores}}
@@ -196,7 +256,8 @@ def ndcg(
       k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
         scores the whole list.
       gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
-        (:math:`2^\ell - 1`), or a callable applied to the labels. The ideal
+        (:math:`2^\ell - 1`), a :class:`GainTable` (trec_eval's gains per
+        relevance level), or a callable applied to the labels. The ideal
         ranks the items by their gains.
       {{ignore_ties}}
       ideal_labels: ``(..., m)`` labels of every judged item of each list,
@@ -204,6 +265,7 @@ def ndcg(
         with ``segments``.
       ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
         padding.
+      {{judged_gain}}
       {{where}}
       {{packed}}
 
@@ -221,9 +283,10 @@ def ndcg(
         ``where`` is not a boolean array of the same shape; ``ideal_labels``
         does not share the batch shape, or comes with ``segments``;
         ``ideal_where`` comes without ``ideal_labels`` or differs from it in
-        shape; on concrete inputs, a real item holds NaN or infinity, or a
-        negative label (the ratio would leave [0, 1]), or the ``gain="exp2"``
-        gains of a list (or of its ideal labels) overflow the dtype.
+        shape; ``judged`` is not a boolean array of the scores' shape; on
+        concrete inputs, a real item holds NaN or infinity, or a negative
+        label (the ratio would leave [0, 1]), or the ``gain="exp2"`` gains of
+        a list (or of its ideal labels) overflow the dtype.
 
     Example:
       The worked example of the encyclopedia article on DCG: six documents
@@ -270,5 +333,6 @@ def ndcg(
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
         options={"gain": gain},
+        item_context={"judged": _validation.check_judged(judged, scores, caller="ndcg")},
         list_context={"ideal_labels": ideal_labels, "ideal_where": ideal_where},
     )
