@@ -19,35 +19,30 @@ thread's configuration at run time would fail (or silently narrow float64
 scores to float32) in the ``context`` and ``threads`` modes only.
 """
 
+import functools
 import hashlib
 import sys
 import threading
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-MODE, ROWS = sys.argv[1], int(sys.argv[2])
-if MODE == "global":
-    jax.config.update("jax_enable_x64", True)
+from lodestar import _ranking, _registry, losses
 
-import functools  # noqa: E402
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from lodestar import _ranking, losses, metrics  # noqa: E402
-
+# Every exact measure of the registry, with its required options, and the
+# rank-aware loss. ``cutoff`` says whether the function takes ``k``.
 FUNCTIONS = {
-    **{name: getattr(metrics, name) for name in metrics.__all__ if name != "err"},
-    "err": functools.partial(metrics.err, max_label=3),
-    "lambda_loss": functools.partial(losses.lambda_loss, reduction="none"),
+    key: (functools.partial(entry.function, **entry.required_options), entry.cutoff)
+    for key, entry in _registry.MEASURES.items()
 }
+FUNCTIONS["lambda_loss"] = (functools.partial(losses.lambda_loss, reduction="none"), False)
 
 
-def batches():
+def batches(rows):
     """(name, scores, labels, options): every host path, float64 and float32."""
     rng = np.random.default_rng(20261201)
     long = _ranking.PAIRWISE_MAX_N * 2  # host sort of whole lists
-    rows = ROWS
     scores = rng.random((rows, long))
     # Scores distinct only beyond float32's resolution: narrowed to float32
     # they would tie, and every metric would move.
@@ -61,12 +56,14 @@ def batches():
     yield "packed", scores[: rows // 10], labels[: rows // 10], {"segments": segments}
 
 
-def evaluate():
+def evaluate(rows):
     """Every function on every batch, as ``{name: sha256 of the values}``."""
     digests = {}
-    for batch, scores, labels, options in batches():
-        for name, function in FUNCTIONS.items():
-            arguments = scores, labels, options
+    for batch, scores, labels, options in batches(rows):
+        for name, (function, takes_k) in FUNCTIONS.items():
+            if options.get("k") is not None and not takes_k:
+                continue
+            arguments = scores, labels, {o: v for o, v in options.items() if o != "k" or takes_k}
             if name == "lambda_loss":
                 # Its n x n pairs would need 25 GB at full size; its ranks come
                 # from the same engine, so a few lists reach the same paths.
@@ -82,16 +79,19 @@ def evaluate():
     return digests
 
 
-def main():
-    if MODE != "threads":
-        results = evaluate()
+def main(mode, rows):
+    # Set before any computation: lodestar reads no configuration at import.
+    if mode == "global":
+        jax.config.update("jax_enable_x64", True)
+    if mode != "threads":
+        results = evaluate(rows)
     else:
         found, errors = [], []
 
         def worker():
             try:
                 for _ in range(3):
-                    found.append(evaluate())
+                    found.append(evaluate(rows))
             except Exception as error:  # reported below, with the others
                 errors.append(repr(error))
 
@@ -116,4 +116,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1], int(sys.argv[2])))

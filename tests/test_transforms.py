@@ -207,6 +207,39 @@ def test_value_checks_under_jit_are_off_by_default_and_cost_no_effect():
     assert checked.effects
 
 
+def test_value_checks_under_jit_retrace_functions_traced_outside():
+    # Traced outside first, then inside, then outside again. The switch is a
+    # jax.make_user_context, so it is part of jit's cache key (the outer
+    # function retraces inside) and of JAX's tracing cache (the inner jitted
+    # function, cached while the outer one was traced outside, is traced
+    # again instead of handing back its jaxpr without the checks).
+    scores = SCORES[0].copy()
+    scores[1, 3] = np.nan
+    traces = []
+
+    @jax.jit
+    def inner(s, y):
+        traces.append("inner")
+        return metrics.ndcg(s, y)
+
+    def outer(s, y):
+        traces.append("outer")
+        return inner(s, y)
+
+    checked = jax.jit(checkify.checkify(outer))
+    error, value = checked(scores, LABELS[0])
+    assert error.get() is None and np.isnan(np.asarray(value)[1])
+    with lodestar.value_checks_under_jit():
+        error, _ = checked(scores, LABELS[0])
+    assert "Input scores contains NaN." in str(error.get())
+    assert traces == ["outer", "inner"] * 2
+    error, _ = checked(scores, LABELS[0])  # outside again: the first trace is reused
+    assert error.get() is None
+    with lodestar.value_checks_under_jit(False):
+        assert checked(scores, LABELS[0])[0].get() is None
+    assert traces == ["outer", "inner"] * 2
+
+
 def test_arrays_closed_over_by_a_jitted_function_are_traced_values():
     # jnp.asarray of a closed-over NumPy array is a tracer under jit, so the
     # traced contract applies: NaN for the list, no exception, no crash.

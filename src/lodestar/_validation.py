@@ -30,24 +30,15 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax._src import config as _jax_config
 from jax.experimental import checkify
 
 from lodestar import _gains
 
-# A JAX configuration option rather than a module global, so that it is part
-# of jit's tracing and compilation cache keys: turning it on retraces functions
-# that were traced without the checks instead of silently reusing them.
-_CHECKS_UNDER_JIT = _jax_config.bool_state(
-    name="lodestar_value_checks_under_jit",
-    default=False,
-    help=(
-        "Register lodestar's value checks (NaN, infinity, negative labels) as "
-        "checkify.debug_check calls when its functions are traced."
-    ),
-    include_in_jit_key=True,
-    include_in_trace_context=True,
-)
+# A JAX user context (jax.make_user_context, public since JAX 0.7.2) rather
+# than a module global: its value is part of jit's tracing, lowering and
+# compilation cache keys, so turning it on retraces functions that were traced
+# without the checks instead of silently reusing them. Decisions 0003 and 0021.
+_CHECKS_UNDER_JIT = jax.make_user_context(default_value=False)
 
 
 def value_checks_under_jit(enabled: bool = True):
@@ -62,9 +53,9 @@ def value_checks_under_jit(enabled: bool = True):
     eager message. They are off by default because a ``debug_check`` makes
     every call of the jitted function dispatch through JAX's effectful path,
     about 0.1 ms slower per call. The setting is part of the jit cache key, so
-    functions traced outside the context are traced again inside it. The same
-    switch is the JAX option ``lodestar_value_checks_under_jit``
-    (``jax.config.update("lodestar_value_checks_under_jit", True)``).
+    functions traced outside the context are traced again inside it. It is a
+    context manager only: JAX offers no public way to register a
+    ``jax.config`` option, so there is no ``jax.config.update`` spelling.
 
     Args:
       enabled: Whether traced calls register the checks inside the context.
@@ -90,7 +81,7 @@ def value_checks_under_jit(enabled: bool = True):
     References:
       JAX documentation, "The checkify transformation".
     """
-    return _CHECKS_UNDER_JIT(enabled)
+    return _CHECKS_UNDER_JIT(bool(enabled))
 
 
 def traced_check(ok: jax.Array, message: str) -> None:
