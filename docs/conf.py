@@ -58,7 +58,7 @@ exclude_patterns = ["_build", "**/.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
 # cannot resolve, and are exempt by name. References into lodestar are not.
 nitpicky = True
 nitpick_ignore_regex = [
-    (r"py:.*", r"(jax|jaxlib|numpy|np|sklearn|scipy|optax|rax|tqdm|matplotlib)(\..*)?"),
+    (r"py:.*", r"(jax|jaxlib|jaxtyping|numpy|np|sklearn|scipy|optax|rax|tqdm|matplotlib)(\..*)?"),
     # The standard library, for the same reason.
     (r"py:.*", r"(os|io|typing|collections|pathlib|numbers|argparse|dataclasses)\..*"),
     # jaxtyping shape annotations in signatures, e.g. Float[Array, "*batch n"].

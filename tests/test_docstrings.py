@@ -8,6 +8,7 @@ marker is left unexpanded.
 
 import inspect
 import re
+import typing
 
 import pytest
 
@@ -46,3 +47,27 @@ def test_shared_arguments_render_as_google_style_entries():
     assert "\n  where: ``(..., n)`` boolean mask; False marks padding.\n" in doc
     assert "\n  max_segments: Lists per row" in doc
     assert "\n    the result is then ``(..., max_segments)``" in doc
+
+
+@pytest.mark.parametrize("module, name, function", FUNCTIONS, ids=[f[1] for f in FUNCTIONS])
+def test_annotations_resolve_at_run_time(module, name, function):
+    # The jaxtyping shape annotations are real objects, not names imported only
+    # for a type checker: typing.get_type_hints (what documentation tools and
+    # runtime checkers such as jaxtyping's own jaxtyped call) must resolve them.
+    hints = typing.get_type_hints(function)
+    shaped = [hint for hint in hints.values() if "jaxtyping" in repr(hint)]
+    if f"{module}.{name}" not in UNSHAPED:
+        assert shaped, f"{module}.{name} has no jaxtyping annotation"
+
+
+# Functions whose arguments are not arrays of a fixed layout: scikit-learn's
+# array-likes, files and sizes, and factories of streaming accumulators.
+UNSHAPED = {
+    "lodestar.sklearn.dcg_score",
+    "lodestar.sklearn.ndcg_score",
+    "lodestar.sklearn.reciprocal_rank_score",
+    "lodestar.streaming.collection",
+    "lodestar.streaming.mean",
+    "lodestar.datasets.load_svmlight",
+    "lodestar.datasets.synthetic_ltr",
+}

@@ -87,16 +87,13 @@ import functools
 import math
 import numbers
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _gains, _lists, _ranking, _soft_ranks, _validation, smooth
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 __all__ = [
     "approx_ndcg_loss",

@@ -94,15 +94,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _gains, _lists, _soft_ranks, _validation
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 __all__ = ["dcg", "ndcg", "ranks", "reciprocal_rank"]
 

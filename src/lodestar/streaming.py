@@ -54,16 +54,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Num
 
 from lodestar import _lists
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Num
 
 __all__ = ["Collection", "CompensatedSum", "Mean", "MeanState", "collection", "mean"]
 

@@ -11,15 +11,11 @@ them in the first ``k``: a block mean of the indicator ``1[p < k]``, exact
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _validation
 from lodestar.metrics import _kernel, _precision
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def retrieved_count(lists: _kernel.Lists, k):

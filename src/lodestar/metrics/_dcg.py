@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _gains, _ranking, _validation
 from lodestar.metrics import _kernel
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def _dcg(lists: _kernel.Lists, k, *, gain, log_base):

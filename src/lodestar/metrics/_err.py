@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _validation
 from lodestar.metrics import _kernel
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def _expected_cascade(stop, ranking, k, *, length, dtype):

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _validation
 from lodestar.metrics import _bpref, _kernel, _preceding
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 # trec_eval's INFAP_EPSILON (trec_eval.h): keeps the sampled precision defined
 # where nothing judged lies above.

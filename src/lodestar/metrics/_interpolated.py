@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _ranking, _validation
 from lodestar.metrics import _kernel
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 """trec_eval's default recall levels for ``iprec_at_recall`` and ``11pt_avg``."""

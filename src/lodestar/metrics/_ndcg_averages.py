@@ -8,16 +8,13 @@ The derivations are in decision 0017.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _gains, _ranking, _validation
 from lodestar.metrics import _dcg, _kernel
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def _ideal_running_dcg(lists: _kernel.Lists, gain):

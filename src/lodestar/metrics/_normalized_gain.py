@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _gains, _ranking, _validation
 from lodestar.metrics import _bpref, _kernel, _preceding
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 ATOMS = 16
 """Distinct subset sums G keeps per (tie block, subset size); beyond, nearby sums are pooled."""

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _validation
 from lodestar.metrics import _kernel
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def relevant_in_top(lists: _kernel.Lists, relevant, k):

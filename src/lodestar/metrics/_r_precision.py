@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _validation
 from lodestar.metrics import _kernel, _precision
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def expected_in_first(blocks, mask, cut, dtype):

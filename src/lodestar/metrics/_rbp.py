@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING
 
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _ranking, _validation
 from lodestar.metrics import _counts, _kernel
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def persistence_table(lists: _kernel.Lists, k, p):

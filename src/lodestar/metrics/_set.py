@@ -12,15 +12,11 @@ but ``set_map`` is linear in ``X`` and takes its mean, and ``set_map`` takes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _ranking, _validation
 from lodestar.metrics import _counts, _kernel, _precision
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Int, Num
 
 
 def relevant_retrieved_moments(lists: _kernel.Lists, relevant, k):

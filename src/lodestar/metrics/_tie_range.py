@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, Bool, Float, Num
 
 from lodestar import _docs, _validation
-
-if TYPE_CHECKING:
-    from jaxtyping import Array, Bool, Float, Num
 
 _PER_ITEM_OPTIONS = ("judged", "pooled")
 
