@@ -36,13 +36,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 import pytest  # noqa: E402
 
+# Each XLA:CPU executable holds memory mappings of its own (one
+# eleven_point_average executable holds about 250), and the kernel refuses a
+# process more than vm.max_map_count of them (65,530 by default): past that,
+# compiling the next executable aborts the interpreter. The property tests
+# compile a new executable for almost every example, so a module can reach the
+# limit on its own; the caches are dropped whenever a test leaves the process
+# within reach of it.
+_MAPS = Path("/proc/self/maps")
+_MAPPINGS_BEFORE_CLEARING = 20_000
 
-@pytest.fixture(autouse=True, scope="module")
+
+def _mapping_count():
+    """This process's memory mappings, or None where the system does not say."""
+    try:
+        with _MAPS.open("rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return None
+
+
+@pytest.fixture(autouse=True)
 def _release_compiled_executables():
-    """Drop JAX's compilation caches after each module.
-
-    The corpus and property tests compile many shapes; each executable maps
-    memory, and a single process would otherwise run out of mappings.
-    """
+    """Drop JAX's compilation caches before the process runs out of mappings."""
     yield
-    jax.clear_caches()
+    count = _mapping_count()
+    if count is not None and count > _MAPPINGS_BEFORE_CLEARING:
+        jax.clear_caches()

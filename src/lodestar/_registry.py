@@ -328,7 +328,10 @@ MEASURES: Mapping[str, Measure] = {
             trec=(
                 TrecFamily("Rprec"),
                 TrecFamily(
-                    "Rprec_mult", "multiple", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+                    "Rprec_mult",
+                    "multiple",
+                    (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+                    value_format="{:.2f}",
                 ),
             ),
             context=("num_relevant",),

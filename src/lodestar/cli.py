@@ -370,17 +370,61 @@ def _note_dropped(joined: _join.Joined, complete: bool) -> None:
 def _format_value(value: float, integer: bool) -> str:
     if integer and float(value).is_integer():
         return str(int(value))
-    return f"{value:6.4f}"
+    # + 0.0 turns a negative zero (a product with a negative weight of 0) into 0.
+    return f"{value + 0.0:6.4f}"
 
 
-def _write_table(out, query_ids, requests, results, *, per_query: bool, extremes=None) -> None:
+def _relstrings(joined: _join.Joined, length: int) -> list[bytes]:
+    """Per query, trec_eval's ``relstring``: the first ``length`` documents' judgments.
+
+    One character per document in trec_eval's order (score, then docno,
+    descending), as m_relstring.c writes it: the grade for 0 to 9, ``>``
+    above 9, ``-`` for a document not in the qrels, ``.`` for one judged -1
+    (in the pool, not judged) and ``<`` for any other negative judgment.
+    The string depends on one order of tied documents, so it is the same
+    with and without ``--ignore-ties``.
+    """
+    import numpy as np
+
+    retrieved = joined.retrieved
+    items, strings = retrieved.items, []
+    for start, end in zip(retrieved.offsets[:-1], retrieved.offsets[1:], strict=True):
+        score, grade = items["score"][start:end], items["grade"][start:end]
+        pooled, docno = items["pooled"][start:end], items["docno_rank"][start:end]
+        top = np.lexsort((-docno, -score))[:length]
+        characters = []
+        for g, p in zip(grade[top].tolist(), pooled[top].tolist(), strict=True):
+            if not p:
+                characters.append("-")
+            elif g > 9:
+                characters.append(">")
+            elif g >= 0:
+                characters.append(str(g))
+            else:
+                characters.append("." if g == -1 else "<")
+        strings.append("".join(characters).encode())
+    return strings
+
+
+def _write_table(
+    out, joined, requests, results, *, per_query: bool, extremes=None, trec_order=False
+) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, ``all`` for the aggregate.
 
     Query ids are written as the bytes they were read as, as trec_eval
     writes them. With ``extremes`` (the pessimistic and optimistic per-query
     values), a fourth column gives the range ties leave: ``[low, high]``.
+    ``runid`` and ``relstring`` lines appear where they were asked for, and
+    ``num_q`` after ``runid``: always, or with ``trec_order`` (trec_eval's
+    report) only when asked for, as trec_eval prints it. Geometric means (``gm_map``,
+    ``gm_bpref``) have an ``all`` line only, as in trec_eval. With
+    ``trec_order`` the lines follow trec_eval's order of measures.
     """
     write = out.buffer.write if hasattr(out, "buffer") else lambda b: out.write(b.decode())
+    query_ids = joined.query_ids
+    if trec_order:
+        requests = _names.in_trec_order(requests)
+    relstrings = {r.name: _relstrings(joined, r.k) for r in requests if r.family == "relstring"}
 
     def line(request, qid: bytes, value, low=None, high=None) -> bytes:
         integer = request.measure.integer
@@ -401,12 +445,24 @@ def _write_table(out, query_ids, requests, results, *, per_query: bool, extremes
     if per_query:
         for index, qid in enumerate(query_ids):
             for request in requests:
+                if request.name in relstrings:
+                    text = relstrings[request.name][index]
+                    lines.append(b"%-22s\t%s\t'%s'\n" % (request.name.encode(), qid, text))
+                    continue
+                if request.measure is None or request.measure.aggregate == "geometric":
+                    continue
                 bounds = ()
                 if extremes is not None:
                     bounds = tuple(e[request.name][index] for e in extremes)
                 lines.append(line(request, qid, results[request.name][index], *bounds))
-    lines.append(b"%-22s\tall\t%d\n" % (b"num_q", len(query_ids)))
+    if any(r.family == "runid" for r in requests):
+        runid = joined.runid if joined.runid is not None else b""
+        lines.append(b"%-22s\tall\t%s\n" % (b"runid", runid))
+    if not trec_order or any(r.family == "num_q" for r in requests):
+        lines.append(b"%-22s\tall\t%d\n" % (b"num_q", len(query_ids)))
     for request in requests:
+        if request.measure is None:
+            continue
         value = _evaluate.aggregate(request, results[request.name])
         bounds = ()
         if extremes is not None:
@@ -483,6 +539,8 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     if args.max_documents is not None and args.max_documents < 1:
         raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
     requests = _requests(args)
+    if args.json and any(r.family == "relstring" for r in requests):
+        raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
     if args.plot:
         _check_plotting()
@@ -508,6 +566,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             complete=args.complete,
             single_precision=args.single_precision,
             tie_range=args.tie_range,
+            docno_rank=any(r.family == "relstring" for r in requests),
             progress=progress,
         )
         _note_dropped(joined, args.complete)
@@ -529,7 +588,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         _write_json(
             out,
             joined.query_ids,
-            requests,
+            _names.measures(requests),
             results,
             per_query=args.per_query,
             options=options,
@@ -537,7 +596,13 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         )
     else:
         _write_table(
-            out, joined.query_ids, requests, results, per_query=args.per_query, extremes=extremes
+            out,
+            joined,
+            requests,
+            results,
+            per_query=args.per_query,
+            extremes=extremes,
+            trec_order=args.trec_eval,
         )
     out.flush()
     if args.plot:
@@ -545,7 +610,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
 
         _plots.evaluation_histograms(
             args.plot,
-            [r.name for r in requests],
+            [r.name for r in _names.measures(requests)],
             results,
             extremes,
             title=_read.show(joined.runid) if joined.runid is not None else args.run,
@@ -585,7 +650,9 @@ def _run_compare(args: argparse.Namespace, out) -> int:
 
     if len(args.runs) < 2:
         raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
-    requests = _requests(args)
+    requests = _names.measures(_requests(args))
+    if not requests:
+        raise UsageError("compare needs at least one measure")
     definitions = _definitions(args)
     if args.plot:
         _check_plotting()

@@ -173,9 +173,12 @@ def run_joined(
     complete: bool,
     single_precision: bool = False,
     tie_range: bool = False,
+    docno_rank: bool = False,
     progress=None,
 ):
     """Join and evaluate, the steps the command line and :func:`evaluate` share.
+
+    ``docno_rank`` is :func:`lodestar._trec.join.join`'s.
 
     Returns:
       ``(joined, values, extremes)``: the :class:`~lodestar._trec.join.Joined`
@@ -192,12 +195,14 @@ def run_joined(
         complete=complete,
         docno_order=definitions.ignore_ties,
         single_precision=single_precision,
+        docno_rank=docno_rank,
     )
     if not joined.query_ids:
         raise ValueError(
             "no query is in both the qrels and the run, so there is nothing to evaluate"
         )
     max_grade = int(qrels_file.values.max(initial=0))
+    requests = _names.measures(requests)
     values = _evaluate.evaluate(
         joined, requests, definitions, max_grade=max_grade, progress=progress
     )
@@ -208,9 +213,16 @@ def run_joined(
 
 
 def _requests(measures) -> list[_names.Request]:
+    """The measures asked for; ``runid`` and ``num_q`` (from ``all_trec``) are the result's own."""
     if isinstance(measures, str):
         measures = [measures]
-    return _names.parse_all(list(measures))
+    requests = _names.parse_all(list(measures))
+    if any(r.family == "relstring" for r in requests):
+        raise ValueError(
+            "relstring is a line of the command line's report, not a measure; "
+            "lodestar.evaluate has no value for it"
+        )
+    return _names.measures(requests)
 
 
 def evaluate(

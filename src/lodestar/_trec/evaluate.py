@@ -11,10 +11,13 @@ reads depends on the definitions:
   divide by the relevant documents retrieved. Negative relevance is refused.
 * **trec_eval's** (``--trec-eval``): each measure also gets the per-query
   context it declares in the registry, computed from the whole qrels: the
-  number of relevant judged documents (``num_relevant``), the judged pool's
-  labels for NDCG's ideal (``ideal_labels``), and which retrieved documents
-  were judged (``judged``). A negative judgment means "in the pool, not
-  judged": never relevant, gain 0.
+  number of relevant judged documents (``num_relevant``) and of judged
+  non-relevant ones (``num_judged_nonrelevant``, for bpref), the judged
+  pool's labels for the ideal rankings of NDCG, G, ndcg_rel and Rndcg
+  (``ideal_labels``), the largest judged grade (``max_label``, RBP's scale),
+  which retrieved documents were judged (``judged``) and which were in the
+  pool at all (``pooled``, infAP's sample). A negative judgment means "in
+  the pool, not judged": never relevant, gain 0.
 
 An unjudged document is never relevant under either.
 """
@@ -135,25 +138,39 @@ def evaluate(
 
     judgment_grade = judgments.items["grade"]
     num_relevant = judgments.totals(judgment_grade >= level)
-    # NDCG's ideal: the gains sorted here, so that the kernel needs no sort.
-    # Under trec_eval's definitions it ranks the judged documents (those of
-    # gain 0 change nothing), else the retrieved list.
+    per_list = {}
+    if "num_relevant" in wanted:
+        per_list["num_relevant"] = num_relevant
+    if "num_judged_nonrelevant" in wanted:
+        per_list["num_judged_nonrelevant"] = judgments.totals(
+            (judgment_grade >= 0) & (judgment_grade < level)
+        )
+    if "max_label" in wanted:
+        per_list["max_label"] = judgments.maxima(judgment_grade, 0).astype(np.float64)
+    # NDCG's ideal: the linear gains sorted here, so that the kernel needs no
+    # sort. Under trec_eval's definitions it ranks the judged documents (those
+    # of gain 0 change nothing), else the retrieved list. The other measures
+    # with an ideal (and NDCG with a gain per level) rank the judged pool's
+    # labels themselves.
     needs_ideal = any("ideal_labels" in r.measure.context for r in requests)
-    pool = None
+    pool = judged_pool = None
     if needs_ideal and definitions.trec_eval:
-        positive = judgment_grade > 0
-        query = np.repeat(np.arange(len(judgments.lengths)), judgments.lengths)[positive]
-        gains = judgment_grade[positive].astype(np.float64)
-        order = np.lexsort((-gains, query))
-        counts = np.bincount(query, minlength=len(judgments.lengths))
-        pool = Lists(np.concatenate(([0], np.cumsum(counts))), {"gain": gains[order]})
+        pool = _descending_per_query(judgments, judgment_grade, judgment_grade > 0)
+        if any(
+            "ideal_labels" in r.measure.context
+            and (r.measure.key != "ndcg" or dict(r.options).get("gain", "linear") != "linear")
+            for r in requests
+        ):
+            judged_pool = _descending_per_query(judgments, judgment_grade, judgment_grade >= 0)
 
     requests = list(requests)
     kernel_requests, traced = [], []
     for request in requests:
         formula = request.measure.formula
         k = _cutoff(request, definitions)
-        options = formula.options(k, _options(request, definitions, max_grade))
+        # Options that follow the cut-off (precision's divisor) take the
+        # requested one: trec_eval's P_1000 divides by 1000 under -M100 too.
+        options = formula.options(request.k, _options(request, definitions, max_grade))
         static = tuple(sorted((n, options.pop(n)) for n in formula.static))
         kernel_requests.append((formula, static))
         traced.append((k, options))
@@ -174,14 +191,20 @@ def evaluate(
                 context = {"relevant": batch.items["relevant"]}
                 if "judged" in wanted:
                     context["judged"] = batch.items["judged"]
-                if "num_relevant" in wanted:
+                if "pooled" in wanted:
+                    context["pooled"] = batch.items["pooled"]
+                for name, values in per_list.items():
                     padded = np.zeros(bucket.rows)
-                    padded[:rows] = num_relevant[batch.queries]
-                    context["num_relevant"] = padded
+                    padded[:rows] = values[batch.queries]
+                    context[name] = padded
+                if judged_pool is not None:
+                    ideal = _padded_pool(judged_pool, batch.queries, bucket.rows)
+                    context["ideal_labels"] = ideal.items["gain"]
+                    context["ideal_where"] = ideal.where
                 if pool is not None:
-                    width = _shapes.bucket(int(pool.lengths[batch.queries].max(initial=0)), 8)
-                    ideal = _batches.pad(pool, batch.queries, bucket.rows, width, ("gain",))
-                    context["sorted_ideal_gains"] = ideal.items["gain"]
+                    context["sorted_ideal_gains"] = _padded_pool(
+                        pool, batch.queries, bucket.rows
+                    ).items["gain"]
                 elif needs_ideal:
                     context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
                 arrays = {"labels": batch.items["label"], "where": batch.where, "context": context}
@@ -210,6 +233,21 @@ def evaluate(
                 if progress is not None:
                     progress(done, total)
     return results
+
+
+def _descending_per_query(judgments: Lists, grades: np.ndarray, keep: np.ndarray) -> Lists:
+    """Per query, the grades that ``keep`` selects, in descending order."""
+    query = np.repeat(np.arange(len(judgments.lengths)), judgments.lengths)[keep]
+    gains = grades[keep].astype(np.float64)
+    order = np.lexsort((-gains, query))
+    counts = np.bincount(query, minlength=len(judgments.lengths))
+    return Lists(np.concatenate(([0], np.cumsum(counts))), {"gain": gains[order]})
+
+
+def _padded_pool(pool: Lists, queries: np.ndarray, rows: int):
+    """The pools of a batch's queries, zero-padded to a bucketed width."""
+    width = _shapes.bucket(int(pool.lengths[queries].max(initial=0)), 8)
+    return _batches.pad(pool, queries, rows, width, ("gain",))
 
 
 def aggregate(request: Request, values: np.ndarray) -> float:

@@ -123,6 +123,7 @@ def join(
     complete: bool = False,
     docno_order: bool = False,
     single_precision: bool = False,
+    docno_rank: bool = False,
 ) -> Joined:
     """Label the run from the qrels and group both by evaluated query.
 
@@ -134,6 +135,8 @@ def join(
       docno_order: Arrange each query's documents by ascending docno.
       single_precision: Round scores to float32 first, as trec_eval up to
         9.0.8 and pytrec_eval store them.
+      docno_rank: Also give each retrieved document its docno's place in
+        byte order (item ``docno_rank``), for trec_eval's order of ties.
 
     Returns:
       A :class:`Joined`.
@@ -167,21 +170,21 @@ def join(
     grade = np.where(pooled, qrels_grades[found] if len(qrels_keys) else 0, 0).astype(np.int64)
 
     scores = run.values.astype(np.float32).astype(np.float64) if single_precision else run.values
-    docno_rank = None
-    if docno_order and len(run.docnos):
-        docno_rank = np.empty(len(run.docnos), np.int64)
-        docno_rank[pc.sort_indices(run.docnos).to_numpy()] = np.arange(len(run.docnos))
-        docno_rank = docno_rank[run.docno]
-    offsets, order = _group(run_query, len(evaluated), docno_rank)
-    retrieved = Lists(
-        offsets,
-        {
-            "score": scores[order],
-            "grade": grade[order],
-            "judged": (pooled & (grade >= 0))[order],
-            "pooled": pooled[order],
-        },
-    )
+    ranks = None
+    if (docno_order or docno_rank) and len(run.docnos):
+        ranks = np.empty(len(run.docnos), np.int64)
+        ranks[pc.sort_indices(run.docnos).to_numpy()] = np.arange(len(run.docnos))
+        ranks = ranks[run.docno]
+    offsets, order = _group(run_query, len(evaluated), ranks if docno_order else None)
+    items = {
+        "score": scores[order],
+        "grade": grade[order],
+        "judged": (pooled & (grade >= 0))[order],
+        "pooled": pooled[order],
+    }
+    if docno_rank:
+        items["docno_rank"] = ranks[order] if ranks is not None else np.zeros(0, np.int64)
+    retrieved = Lists(offsets, items)
     judgment_offsets, judgment_order = _group(qrels_query, len(evaluated))
     judgments = Lists(judgment_offsets, {"grade": qrels.values[judgment_order]})
     return Joined(

@@ -11,10 +11,32 @@ Three spellings, all case-insensitive, each reported under the name asked for:
   parameters, as in trec_eval: ``P`` is ``P_5`` … ``P_1000`` and ``ndcg_cut``
   is ``ndcg_cut_5`` … ``ndcg_cut_1000``. A name whose family takes no
   parameter (``map``, ``ndcg``, ``recip_rank``) is the measure itself.
+
+trec_eval's parameters (meas_init.c) come in three shapes, and each is
+reported as trec_eval reports it:
+
+* a list of cut-offs or levels, one measure each, sorted: ``P.5,10`` gives
+  ``P_5`` and ``P_10``; a real-valued level prints with two decimals
+  (``Rprec_mult.0.2`` gives ``Rprec_mult_0.20``, ``iprec_at_recall..1`` gives
+  ``iprec_at_recall_0.10``); a cut-off is read as trec_eval reads a long, so
+  ``ndcg_cut.23.4`` is ``ndcg_cut_23``;
+* one value made of every parameter, reported under the parameters as
+  written: ``11pt_avg..25,.5,.75`` (the recall levels averaged),
+  ``utility.2,-1,0,0`` (the four coefficients), ``set_F.0.5`` (beta);
+* ``name=value`` pairs, likewise as written: ``ndcg.1=3,2=9`` and
+  ``G.1=3.5`` (a gain per relevance level, a
+  :class:`~lodestar.metrics.GainTable`), ``rbp.p=0.8``.
+
+Three names are lines of the report rather than measures: ``runid`` (the
+run's name), ``num_q`` (the number of queries, always reported) and
+``relstring`` (the first N documents' judgments as characters, per query;
+``relstring.20`` for N = 20). ``all_trec`` is every measure of trec_eval's
+``-m all_trec``, and ``official`` trec_eval's default set.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -23,19 +45,93 @@ from lodestar import _registry
 
 
 class Request(NamedTuple):
-    """One value to compute per query.
+    """One value to compute per query, or one line of the report.
 
     Attributes:
       name: The name it is reported under.
-      measure: The registry entry.
+      measure: The registry entry; None for the report's own lines
+        (``runid``, ``num_q``, ``relstring``).
       k: The cut-off, or None.
       options: The measure's options set by the name, as sorted pairs.
+      family: The trec_eval family it was asked for under, which places it
+        in trec_eval's order (:data:`TREC_ORDER`); None for lodestar's names.
     """
 
     name: str
-    measure: _registry.Measure
+    measure: _registry.Measure | None
     k: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
+    family: str | None = None
+
+
+REPORT_LINES = ("runid", "num_q", "relstring")
+"""Names that are lines of the report, not measures."""
+
+RELSTRING_LENGTH = 10
+"""How many documents ``relstring`` shows by default (m_relstring.c)."""
+
+TREC_ORDER = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+    "relstring",
+    "recall",
+    "infAP",
+    "gm_bpref",
+    "Rprec_mult",
+    "utility",
+    "11pt_avg",
+    "binG",
+    "G",
+    "ndcg",
+    "ndcg_rel",
+    "Rndcg",
+    "ndcg_cut",
+    "map_cut",
+    "relative_P",
+    "success",
+    "set_P",
+    "set_relative_P",
+    "set_recall",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+    "rbp",
+    "rbp_resid",
+    "unj",
+)
+"""trec_eval's measures in the order it reports them (its measure table, m_*.c).
+
+``-m all_trec`` is all of them. With ``--trec-eval`` the report follows this
+order whatever the order of ``-m``, as trec_eval's does.
+"""
+
+OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
+"""trec_eval's default measures (``-m official``, and no ``-m`` at all in trec_eval)."""
+
+GROUPS = {"all_trec": TREC_ORDER, "official": OFFICIAL}
 
 
 def _lodestar_names() -> dict[str, _registry.Measure]:
@@ -63,7 +159,8 @@ def unknown(text: str) -> ValueError:
     """The refusal of a name that is not a measure."""
     return ValueError(
         f"unknown measure {text!r}; expected one of {_known()}, optionally with a cut-off "
-        "such as ndcg@10, or a trec_eval name such as ndcg_cut.10, P_10 or recip_rank"
+        "such as ndcg@10, or a trec_eval name such as ndcg_cut.10, P_10 or recip_rank "
+        "(all_trec and official name trec_eval's sets)"
     )
 
 
@@ -76,13 +173,106 @@ def _cutoff(text: str, token: str) -> int:
     return k
 
 
+def _trec_cutoff(text: str, token: str) -> int:
+    """A cut-off as trec_eval reads one: a number, its fraction dropped."""
+    if not re.fullmatch(r"\d+(\.\d*)?", token):
+        raise ValueError(f"measure {text!r}: the cut-off {token!r} is not a number")
+    return _cutoff(text, token.partition(".")[0])
+
+
+def _real(text: str, token: str) -> float:
+    try:
+        value = float(token)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"measure {text!r}: the parameter {token!r} is not a finite number")
+    return value
+
+
+def _level(text: str, token: str) -> float:
+    value = _real(text, token)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"measure {text!r}: the recall level {token!r} is not in [0, 1]")
+    return value
+
+
+def _combined_option(text: str, parameter: str, parameters: str) -> Any:
+    """The one option value a combined parameter string stands for."""
+    if parameter == "gain":
+        from lodestar._gains import GainTable  # JAX is imported only to evaluate
+
+        try:
+            return GainTable.parse(parameters)
+        except ValueError as error:
+            raise ValueError(f"measure {text!r}: {error}") from None
+    values = parameters.split(",")
+    if parameter == "recall":
+        return tuple(_level(text, v) for v in values)
+    if parameter == "coefficients":
+        if len(values) != 4:
+            raise ValueError(
+                f"measure {text!r} takes four coefficients (relevant retrieved, non-relevant "
+                "retrieved, relevant not retrieved, non-relevant not retrieved); "
+                f"got {parameters!r}"
+            )
+        return tuple(_real(text, v) for v in values)
+    name, equals, value = parameters.partition("=")
+    if equals and name != parameter or len(values) != 1:
+        raise ValueError(f"measure {text!r} takes one parameter, {parameter}; got {parameters!r}")
+    return _real(text, value if equals else parameters)
+
+
+def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
+    if family.parameter is None:
+        raise ValueError(f"measure {family.name!r} takes no parameters; got {text!r}")
+    if family.parameter == "k":
+        ks = sorted({_trec_cutoff(text, p) for p in parameters.split(",")})
+        return [Request(f"{family.name}_{k}", measure, k, family=family.name) for k in ks]
+    if family.combined or family.parameter not in ("multiple", "recall"):
+        value = _combined_option(text, family.parameter, parameters)
+        return [
+            Request(
+                f"{family.name}_{parameters}",
+                measure,
+                options=((family.parameter, value),),
+                family=family.name,
+            )
+        ]
+    read = _level if family.parameter == "recall" else _real
+    values = sorted({read(text, p) for p in parameters.split(",")})
+    return [_at(measure, family, value) for value in values]
+
+
+def _at(measure, family, value) -> Request:
+    """The request for one parameter value of a family, named as trec_eval names it."""
+    name = f"{family.name}_{family.value_format.format(value)}"
+    if family.parameter == "k":
+        return Request(name, measure, value, family=family.name)
+    return Request(name, measure, options=((family.parameter, value),), family=family.name)
+
+
+def _report_line(text: str, name: str, parameters: str | None) -> list[Request]:
+    if name != "relstring":
+        if parameters is not None:
+            raise ValueError(f"{name!r} takes no parameters; got {text!r}")
+        return [Request(name, None, family=name)]
+    if parameters is None:
+        return [Request("relstring", None, RELSTRING_LENGTH, family=name)]
+    length = _trec_cutoff(text, parameters)
+    return [Request(f"relstring_{length}", None, length, family=name)]
+
+
 def parse(text: str) -> list[Request]:
     """The requests one ``-m`` name stands for.
 
     Raises:
-      ValueError: the name is unknown, or a cut-off is not a whole number
-        of at least 1.
+      ValueError: the name is unknown, or a parameter is not one the
+        measure takes.
     """
+    lowered = text.lower()
+    if lowered in GROUPS:
+        return [request for name in GROUPS[lowered] for request in parse(name)]
     lodestar, families = _lodestar_names(), _trec_families()
     if "@" in text:
         name, _, k = text.partition("@")
@@ -92,36 +282,59 @@ def parse(text: str) -> list[Request]:
         if not measure.cutoff:
             raise ValueError(f"measure {name!r} takes no cut-off; got {text!r}")
         return [Request(text, measure, _cutoff(text, k))]
-    if "." in text:
-        name, _, parameters = text.partition(".")
+    name, dot, parameters = text.partition(".")
+    if name.lower() in REPORT_LINES:
+        return _report_line(text, name.lower(), parameters if dot else None)
+    if dot:
         entry = families.get(name.lower())
         if entry is None:
             raise unknown(text)
-        measure, family = entry
-        if family.parameter != "k":
-            raise ValueError(f"measure {name!r} takes no parameters; got {text!r}")
-        ks = sorted({_cutoff(text, p) for p in parameters.split(",")})
-        return [Request(f"{family.name}_{k}", measure, k) for k in ks]
-    lowered = text.lower()
+        return _with_parameters(text, *entry, parameters)
     if lowered in families:
         measure, family = families[lowered]
         if family.defaults:
-            return [Request(f"{family.name}_{k}", measure, k) for k in family.defaults]
-        return [Request(text, measure)]
+            return [_at(measure, family, value) for value in family.defaults]
+        return [Request(family.name, measure, family=family.name)]
     if lowered in lodestar:
         return [Request(text, lodestar[lowered])]
-    match = re.fullmatch(r"(.+)_(\d+)", text)
+    match = re.fullmatch(r"(.+)_(\d+(?:\.\d+)?)", text)
     if match and match[1].lower() in families:
         measure, family = families[match[1].lower()]
-        if family.parameter == "k":
-            return [Request(text, measure, _cutoff(text, match[2]))]
+        if family.parameter == "k" and "." not in match[2]:
+            request = _at(measure, family, _cutoff(text, match[2]))
+            return [request._replace(name=text)]
+        if family.parameter in ("multiple", "recall") and not family.combined:
+            read = _level if family.parameter == "recall" else _real
+            return [_at(measure, family, read(text, match[2]))._replace(name=text)]
     raise unknown(text)
 
 
 def parse_all(texts: Sequence[str]) -> list[Request]:
-    """The requests of every name in order, each reported name once (the first wins)."""
+    """The requests of every name in order, each reported name once (the first wins).
+
+    ``relstring`` is one line: a later length replaces an earlier one, so
+    ``-m all_trec -m relstring.20`` shows 20 documents, as in trec_eval.
+    """
     requests: dict[str, Request] = {}
     for text in texts:
         for request in parse(text):
+            if request.family == "relstring":
+                requests = {n: r for n, r in requests.items() if r.family != "relstring"}
             requests.setdefault(request.name, request)
     return list(requests.values())
+
+
+def measures(requests: Sequence[Request]) -> list[Request]:
+    """The requests that are measures, without the report's own lines."""
+    return [r for r in requests if r.measure is not None]
+
+
+def in_trec_order(requests: Sequence[Request]) -> list[Request]:
+    """``requests`` in the order trec_eval reports them; lodestar's names keep theirs, last."""
+    position = {name: i for i, name in enumerate(TREC_ORDER)}
+
+    def key(indexed):
+        index, request = indexed
+        return (position.get(request.family, len(TREC_ORDER)), index)
+
+    return [request for _, request in sorted(enumerate(requests), key=key)]

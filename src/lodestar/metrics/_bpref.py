@@ -21,7 +21,8 @@ def _bpref(lists: _kernel.Lists, k):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
     relevant = lists.relevant()
-    nonrelevant = judged_items(lists) & (lists.labels == 0)
+    # Judged and below the relevance level (trec_eval's judged non-relevant).
+    nonrelevant = judged_items(lists) & ~relevant
     total_relevant = lists.relevant_total(relevant)
     if "num_judged_nonrelevant" in lists.context:
         total_nonrelevant = lists.context["num_judged_nonrelevant"].astype(dtype)
@@ -40,7 +41,10 @@ def _bpref(lists: _kernel.Lists, k):
     cap = jnp.minimum(total_relevant, total_nonrelevant)[..., None]
     term = 1 - _kernel.ratio_or_zero(jnp.minimum(above, total_relevant[..., None]), cap)
     found = jnp.sum(jnp.where(weight > 0, weight * term, 0) * holds_relevant, axis=-1)
-    return _kernel.ratio_or_zero(found, total_relevant)
+    # Each term lies in [0, 1]; their weighted sum can land an ulp outside
+    # (-5.6e-17 for a query whose every term is 0), which trec_eval's layout
+    # would print as -0.0000. The clip keeps a NaN a NaN.
+    return jnp.clip(_kernel.ratio_or_zero(found, total_relevant), 0, 1)
 
 
 BPREF = _kernel.Formula("bpref", _bpref)

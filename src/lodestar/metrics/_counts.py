@@ -64,7 +64,9 @@ NUM_RELEVANT_RETRIEVED = _kernel.Formula("num_relevant_retrieved", _num_relevant
 NUM_NONRELEVANT_JUDGED_RETRIEVED = _kernel.Formula(
     "num_nonrelevant_judged_retrieved", _num_nonrelevant_judged_retrieved
 )
-UNJUDGED = _kernel.Formula("unjudged", _unjudged)
+UNJUDGED = _kernel.Formula(
+    "unjudged", _unjudged, with_cutoff=lambda k: {"cutoff": None if k is None else float(k)}
+)
 
 
 @_docs.shared

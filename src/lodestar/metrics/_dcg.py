@@ -48,7 +48,7 @@ def sorted_ideal_gains(lists: _kernel.Lists, gain) -> jax.Array:
     The command line gives them as the ``sorted_ideal_gains`` context; else they
     are sorted here from :func:`ideal_pool`.
     """
-    if "sorted_ideal_gains" in lists.context:
+    if "sorted_ideal_gains" in lists.context and gain == "linear":
         return jnp.maximum(lists.context["sorted_ideal_gains"].astype(lists.dtype), 0)
     gains, valid = ideal_pool(lists, gain)
     order = _ranking.descending_order(gains, valid)
@@ -58,18 +58,20 @@ def sorted_ideal_gains(lists: _kernel.Lists, gain) -> jax.Array:
 def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
     """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains.
 
-    The command line gives the ideal's gains already sorted (descending,
-    zero-padded) as ``sorted_ideal_gains``: its kernel then needs no sort.
+    The command line gives the ideal's linear gains already sorted
+    (descending, zero-padded) as ``sorted_ideal_gains``: its kernel then needs
+    no sort. Another gain ranks ``ideal_labels`` here.
     A judged pool is cut at the requested cut-off ``ideal_k``, not at the
     list's length (a list shorter than ``k`` keeps the ideal of ``k``, as
     trec_eval's ``ndcg_cut``), and ranked whole without one (``cut_ideal``
     False), as trec_eval's ``ndcg`` ranks it.
     """
     context = lists.context
-    if "sorted_ideal_gains" in context or "ideal_labels" in context:
-        pool = context.get("sorted_ideal_gains", context.get("ideal_labels"))
+    presorted = "sorted_ideal_gains" in context and gain == "linear"
+    if presorted or "ideal_labels" in context:
+        pool = context["sorted_ideal_gains"] if presorted else context["ideal_labels"]
         k = ideal_k if cut_ideal and ideal_k is not None else pool.shape[-1]
-    if "sorted_ideal_gains" in context:
+    if presorted:
         ordered = context["sorted_ideal_gains"].astype(lists.dtype)
         table = _gains.discount_table(ordered.shape[-1], k=k, log_base=2.0, dtype=lists.dtype)
         return jnp.sum(ordered * jnp.diff(table), axis=-1)

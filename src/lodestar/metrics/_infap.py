@@ -23,7 +23,7 @@ def _inferred_average_precision(lists: _kernel.Lists, k):
     if "pooled" in lists.context:
         pooled = judged | (lists.valid & lists.context["pooled"])
     relevant = lists.relevant()
-    nonrelevant = judged & (lists.labels == 0)
+    nonrelevant = judged & ~relevant
     unjudged = pooled & ~judged
     outside = lists.valid & ~pooled
     total_relevant = lists.relevant_total(relevant)

@@ -68,7 +68,11 @@ def _relative_precision(lists: _kernel.Lists, k, *, cutoff):
 
 
 R_PRECISION = _kernel.Formula("r_precision", _r_precision)
-RELATIVE_PRECISION = _kernel.Formula("relative_precision", _relative_precision)
+RELATIVE_PRECISION = _kernel.Formula(
+    "relative_precision",
+    _relative_precision,
+    with_cutoff=lambda k: {"cutoff": None if k is None else float(k)},
+)
 
 
 @_docs.shared

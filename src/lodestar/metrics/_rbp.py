@@ -22,7 +22,7 @@ def persistence_table(lists: _kernel.Lists, k, p):
     return -(p ** jnp.minimum(jnp.arange(lists.n + 1), k).astype(lists.dtype))
 
 
-def _rank_biased_precision(lists: _kernel.Lists, k, *, p, max_label):
+def _rank_biased_precision(lists: _kernel.Lists, k, *, p, max_label=None):
     dtype = lists.dtype
     labels = jnp.where(lists.valid, lists.labels.astype(dtype), 0)
     if "max_label" in lists.context:
