@@ -325,7 +325,7 @@ def test_a_bare_trec_eval_family_means_its_default_cutoffs(text, family):
         ("ndcg@x", "the cut-off 'x' is not a whole number"),
         ("P@0", "cut-off 0; a cut-off must be at least 1"),
         ("@10", "unknown measure '@10'"),
-        ("P.5,x", "the cut-off 'x' is not a whole number"),
+        ("P.5,x", "the cut-off 'x' is not a number"),
         ("map.10", "measure 'map' takes no parameters"),
     ],
 )

@@ -95,8 +95,10 @@ def test_version(capsys):
 def test_runs_with_trailing_fields_are_read_as_trec_eval_reads_them(capsys):
     # trec_eval's own test run has junk after the sixth field on every line.
     qrels, run = str(TREC_EVAL / "qrels.test"), str(TREC_EVAL / "results.trunc")
-    out = table(evaluate(capsys, qrels, run, "-m", "P_5", "--trec-eval", "-c"))
+    out = table(evaluate(capsys, qrels, run, "-m", "num_q", "P_5", "--trec-eval", "-c"))
     assert out[("num_q", "all")] == "3"
+    # trec_eval's out.test.aqc: P_5 of results.trunc, every qrels query counted.
+    assert out[("P_5", "all")] == "0.2000"
 
 
 # --- bytes ---------------------------------------------------------------------------
