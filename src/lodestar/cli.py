@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -538,6 +539,14 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         raise UsageError("give QRELS and RUN, or --example")
     if args.max_documents is not None and args.max_documents < 1:
         raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
+    if args.relevance_level < 0:
+        raise UsageError(
+            f"-l takes a relevance level of at least 0; got {args.relevance_level} (a level of "
+            "0 counts every judged document as relevant, and no level counts an unjudged one)"
+        )
+    ceiling = args.err_max_label
+    if ceiling is not None and not (math.isfinite(ceiling) and ceiling > 0):
+        raise UsageError(f"--err-max-label takes a finite grade above 0; got {ceiling!r}")
     requests = _requests(args)
     if args.json and any(r.family == "relstring" for r in requests):
         raise UsageError("relstring is a line of the table; --json does not print it")
@@ -551,6 +560,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         progress.begin(f"reading {args.qrels}")
         qrels = _open(args.qrels, _read.read_qrels)
         _evaluate.check_relevance(qrels, definitions)
+        _check_err_ceiling(qrels, requests, ceiling)
         progress.begin(f"reading {args.run}")
         run = _open(args.run, _read.read_run)
         if args.single_precision:
@@ -729,6 +739,28 @@ def _run_compare(args: argparse.Namespace, out) -> int:
     return 0
 
 
+def _check_err_ceiling(qrels: _read.TrecFile, requests, ceiling: float | None) -> None:
+    """Refuse an ERR top grade below a relevance of the qrels, naming its line.
+
+    ERR's stopping probability of a grade above the top one would exceed 1.
+    """
+    import numpy as np
+
+    if ceiling is None or not any(
+        r.measure is not None and r.measure.key == "err" for r in requests
+    ):
+        return
+    above = qrels.values > ceiling
+    if above.any():
+        at = int(np.argmax(above))
+        raise _read.refuse(
+            qrels.path,
+            qrels.line(at),
+            f"relevance {qrels.values[at]} is above ERR's top grade {ceiling:g} "
+            "(--err-max-label); give a top grade at least as large as every relevance",
+        )
+
+
 def _check_single_precision(run: _read.TrecFile) -> None:
     """Refuse a score that float32 cannot hold, naming its line."""
     import numpy as np
@@ -862,16 +894,18 @@ def console() -> None:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())
+    interrupted = False
     try:
         _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
         _loader.start()
         status = main()
     except KeyboardInterrupt:
         _note("interrupted")
-        status = 130
-    if _loader.is_alive():
-        # Ending the interpreter while the thread is still importing JAX's C++
-        # libraries aborts the process; a usage error must not wait for them.
+        status, interrupted = 130, True
+    # Ending the interpreter normally while XLA's threads or the host pool are
+    # still running an interrupted evaluation crashes it (SIGSEGV), and so does
+    # ending it while the loader thread is still importing JAX's C++ libraries.
+    if interrupted or _loader.is_alive():
         for stream in (sys.stdout, sys.stderr):
             try:
                 if stream is not None:
