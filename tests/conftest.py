@@ -30,6 +30,7 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+settings.register_profile("quick", parent=settings.get_profile("default"), max_examples=10)
 settings.register_profile("thorough", parent=settings.get_profile("default"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
@@ -63,3 +64,13 @@ def _release_compiled_executables():
     count = _mapping_count()
     if count is not None and count > _MAPPINGS_BEFORE_CLEARING:
         jax.clear_caches()
+
+
+_TIMES = os.environ.get("LODESTAR_TEST_TIMES")
+
+
+def pytest_runtest_logreport(report):
+    """With LODESTAR_TEST_TIMES=FILE, append each test's phase durations to FILE as it ends."""
+    if _TIMES and report.when == "call" or (_TIMES and report.when == "setup" and report.failed):
+        with open(_TIMES, "a") as out:
+            out.write(f"{report.duration:.3f}\t{report.nodeid}\n")

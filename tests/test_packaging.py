@@ -95,6 +95,8 @@ def test_the_sdist_carries_what_the_tests_need(sdist_names):
         "docs/conf.py",
         "examples/train_ltr.py",
         "src/lodestar/__init__.py",
+        # PEP 561: type checkers read the package's annotations.
+        "src/lodestar/py.typed",
     ]
     assert [name for name in needed if name not in sdist_names] == []
     assert any(name.startswith("tests/data/") for name in sdist_names)
@@ -119,6 +121,14 @@ def test_the_sdist_carries_every_source_file(sdist_names):
 def test_the_sdist_carries_no_build_output(sdist_names):
     stray = [name for name in sdist_names if NOT_SOURCE & set(name.split("/"))]
     assert stray == []
+
+
+def test_the_wheel_carries_the_typing_marker():
+    """PEP 561's marker is package data, so that a wheel installs it beside the modules."""
+    with open(ROOT / "pyproject.toml", "rb") as config:
+        package_data = tomllib.load(config)["tool"]["setuptools"]["package-data"]["lodestar"]
+    assert "py.typed" in package_data
+    assert (ROOT / "src" / "lodestar" / "py.typed").is_file()
 
 
 def test_the_version_is_written_once():
