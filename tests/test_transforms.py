@@ -1,4 +1,9 @@
-"""jit, vmap, grad, dtypes, NaN handling and checkify.
+"""Value checks through checkify, gradients in the labels, gains and tiling.
+
+The invariances every measure shares (jit, vmap, batching, a zero gradient in
+the scores, dtypes, the NaN rule) are tested over the whole registry in
+``tests/test_measures.py``; this file holds what is particular to the
+validation path and to DCG and NDCG.
 
 Tolerances: float64 results are compared at ``rtol=1e-12``; float32 results
 against the float64 values at ``rtol=2e-6`` (a few float32 ulps summed over
@@ -16,55 +21,12 @@ import pytest
 from jax.experimental import checkify
 
 import lodestar
-from lodestar import metrics
+from lodestar import _registry, metrics
 from lodestar.metrics import _kernel
-
-METRICS = {
-    "dcg": metrics.dcg,
-    "ndcg": metrics.ndcg,
-    "reciprocal_rank": metrics.reciprocal_rank,
-}
 
 rng = np.random.default_rng(5)
 SCORES = np.round(rng.random((4, 3, 50)), 1)
 LABELS = rng.integers(0, 4, (4, 3, 50)).astype(np.float64)
-WHERE = rng.random((4, 3, 50)) < 0.85
-
-
-@pytest.mark.parametrize("name", METRICS)
-@pytest.mark.parametrize("k", [None, 5, 60])
-def test_jit_matches_eager(name, k):
-    metric = METRICS[name]
-    eager = metric(SCORES, LABELS, k=k, where=WHERE)
-    jitted = jax.jit(lambda s, y, w: metric(s, y, k=k, where=w))(SCORES, LABELS, WHERE)
-    assert eager.shape == (4, 3)
-    np.testing.assert_allclose(jitted, eager, rtol=1e-12)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_vmap_matches_batching(name):
-    metric = METRICS[name]
-    batched = metric(SCORES, LABELS, k=7, where=WHERE)
-    mapped = jax.vmap(jax.vmap(lambda s, y, w: metric(s, y, k=7, where=w)))(SCORES, LABELS, WHERE)
-    np.testing.assert_allclose(mapped, batched, rtol=1e-12)
-    one_list = np.stack(
-        [
-            metric(SCORES[i, j], LABELS[i, j], k=7, where=WHERE[i, j])
-            for i in range(4)
-            for j in range(3)
-        ]
-    )
-    np.testing.assert_allclose(one_list.reshape(4, 3), batched, rtol=1e-12)
-
-
-@pytest.mark.parametrize("name", METRICS)
-@pytest.mark.parametrize("n", [6, 50, 300])
-def test_grad_with_respect_to_scores_is_zero(name, n):
-    metric = METRICS[name]
-    scores = jnp.asarray(np.round(rng.random((2, n)), 1))
-    labels = jnp.asarray(rng.integers(0, 3, (2, n)).astype(np.float64))
-    grad = jax.jit(jax.grad(lambda s: metric(s, labels, k=4).sum()))(scores)
-    np.testing.assert_array_equal(grad, np.zeros_like(scores))
 
 
 def test_grad_of_dcg_with_respect_to_labels_is_the_tie_averaged_discount():
@@ -72,74 +34,6 @@ def test_grad_of_dcg_with_respect_to_labels_is_the_tie_averaged_discount():
     grad = jax.grad(lambda y: metrics.dcg(scores, y))(jnp.array([1.0, 0.0, 2.0]))
     mean_top_two = (1 + 1 / np.log2(3)) / 2
     np.testing.assert_allclose(grad, [mean_top_two, mean_top_two, 0.5], rtol=1e-12)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_float32_in_float32_out(name):
-    metric = METRICS[name]
-    expected = metric(SCORES, LABELS, where=WHERE)
-    got = metric(SCORES.astype(np.float32), LABELS.astype(np.float32), where=WHERE)
-    assert got.dtype == jnp.float32
-    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-7)
-
-
-@pytest.mark.parametrize("name", METRICS)
-def test_float32_by_default_without_x64(name):
-    metric = METRICS[name]
-    with jax.enable_x64(False):
-        got = metric(SCORES.astype(np.float32), LABELS.astype(np.int32))
-        assert got.dtype == jnp.float32
-        assert metric(np.arange(5), np.arange(5)).dtype == jnp.float32
-
-
-@pytest.mark.parametrize("name", METRICS)
-@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
-def test_half_precision_is_computed_in_float32(name, dtype):
-    metric = METRICS[name]
-    scores = jnp.asarray(SCORES, dtype)
-    got = metric(scores, LABELS.astype(dtype))
-    assert got.dtype == jnp.float32
-    expected = metric(scores.astype(jnp.float32), LABELS.astype(np.float32))
-    np.testing.assert_allclose(got, expected, rtol=1e-6)
-
-
-@pytest.mark.parametrize("name", METRICS)
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32, np.uint64])
-def test_integer_scores_are_ranked_by_value(name, dtype):
-    metric = METRICS[name]
-    info = np.iinfo(dtype)
-    # Extremes included: negating these would overflow or wrap around.
-    scores = np.array([info.min, info.max, 0, 1, info.max, info.min], dtype)
-    labels = np.array([0.0, 3.0, 1.0, 2.0, 3.0, 0.0])
-    as_float = np.argsort(np.argsort(scores.astype(np.float64)))  # same order, float keys
-    expected = metric(as_float.astype(np.float64), labels, k=3)
-    np.testing.assert_allclose(metric(scores, labels, k=3), expected, rtol=1e-12)
-    np.testing.assert_allclose(
-        metric(np.tile(scores, 10), np.tile(labels, 10), k=3),
-        metric(np.tile(as_float, 10).astype(np.float64), np.tile(labels, 10), k=3),
-        rtol=1e-12,
-    )
-
-
-def test_boolean_scores_rank_true_first():
-    scores = np.array([False, True, False, True])
-    labels = np.array([0.0, 1.0, 0.0, 1.0])
-    assert metrics.ndcg(scores, labels) == 1.0
-    assert metrics.reciprocal_rank(scores, labels) == 1.0
-
-
-@pytest.mark.parametrize("name", METRICS)
-@pytest.mark.parametrize("n", [5, 40, 300])
-def test_nan_score_under_jit_gives_nan_for_that_list_only(name, n):
-    metric = METRICS[name]
-    scores = np.round(rng.random((3, n)), 1)
-    labels = rng.integers(0, 3, (3, n)).astype(np.float64)
-    labels[:, 0] = 1.0
-    scores[1, n // 2] = np.nan
-    got = np.asarray(jax.jit(lambda s, y: metric(s, y, k=3))(scores, labels))
-    assert np.isnan(got[1])
-    assert np.all(np.isfinite(got[[0, 2]]))
-    np.testing.assert_allclose(got[[0, 2]], metric(scores[[0, 2]], labels[[0, 2]], k=3), rtol=1e-12)
 
 
 VALUE_CHECK_CASES = [
@@ -327,10 +221,16 @@ def test_large_batches_tiled_like_one_call(monkeypatch, shape):
     labels = rng.integers(0, 3, shape).astype(np.float64)
     where = rng.random(shape) < 0.8
     calls = {
-        name: functools.partial(getattr(metrics, name), scores, labels, k=5, where=where)
-        for name in metrics.__all__
+        key: functools.partial(
+            entry.function,
+            scores,
+            labels,
+            where=where,
+            **({"k": 5} if entry.cutoff else {}),
+            **({"max_label": 2} if key == "err" else entry.required_options),
+        )
+        for key, entry in _registry.MEASURES.items()
     }
-    calls["err"] = functools.partial(calls["err"], max_label=2)
     whole = {name: np.asarray(call()) for name, call in calls.items()}
     jax.clear_caches()  # the kernels are traced again with the small tile
     monkeypatch.setattr(_kernel, "TILE_ITEMS", 60)
