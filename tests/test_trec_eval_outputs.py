@@ -100,12 +100,28 @@ def test_trec_eval_order_is_kept_whatever_the_order_of_m(capsys):
         ("map.5", "takes no parameters"),
         ("runid.3", "takes no parameters"),
         ("P.0", "a cut-off must be at least 1"),
+        ("iprec_at_recall@5", "needs its recall: give it in trec_eval's form"),
+        ("foo.3", "unknown measure 'foo.3'"),
     ],
 )
 def test_malformed_parameters_are_usage_errors(measure, message, capsys):
     files = _paths(["qrels.test", "results.test"])
     assert main(["evaluate", "-m", measure, *files]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_names_as_trec_eval_prints_them(capsys):
+    """A name copied from trec_eval's output asks for that measure, real-valued ones too."""
+    files = _paths(["qrels.test", "results.test"])
+    names = ["Rprec_mult_0.20", "iprec_at_recall_0.10", "P_10", "ndcg_cut_10", "recip_rank"]
+    assert main(["evaluate", "--trec-eval", "--ignore-ties", "-m", *names, *files]) == 0
+    got = {line.split("\t")[0].strip(): line for line in capsys.readouterr().out.splitlines()}
+    want = {
+        line.split("\t")[0].strip(): line
+        for line in (DATA / "out.test.a").read_text().splitlines()
+        if line.split("\t")[0].strip() in names
+    }
+    assert got == want
 
 
 def test_relstring_is_refused_in_json(capsys):

@@ -592,6 +592,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             "trec_eval": args.trec_eval,
             "relevance_level": args.relevance_level,
             "max_documents": args.max_documents,
+            "err_max_label": args.err_max_label,
             "single_precision": args.single_precision,
             "tie_range": args.tie_range,
         }

@@ -244,6 +244,18 @@ def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
     return [_at(measure, family, value) for value in values]
 
 
+def _check_required(text: str, measure: _registry.Measure) -> None:
+    """Refuse a lodestar name for a measure whose option has no default (the recall level)."""
+    missing = [o.name for o in measure.options if o.default is _registry.REQUIRED]
+    missing = [name for name in missing if name != "max_label"]  # ERR's comes from the qrels
+    if missing:
+        family = measure.trec[0].name if measure.trec else measure.key
+        raise ValueError(
+            f"measure {text!r} needs its {missing[0]}: give it in trec_eval's form, "
+            f"such as {family}.{measure.options[0].example}"
+        )
+
+
 def _at(measure, family, value) -> Request:
     """The request for one parameter value of a family, named as trec_eval names it."""
     name = f"{family.name}_{family.value_format.format(value)}"
@@ -281,21 +293,20 @@ def parse(text: str) -> list[Request]:
             raise unknown(text)
         if not measure.cutoff:
             raise ValueError(f"measure {name!r} takes no cut-off; got {text!r}")
+        _check_required(text, measure)
         return [Request(text, measure, _cutoff(text, k))]
     name, dot, parameters = text.partition(".")
     if name.lower() in REPORT_LINES:
         return _report_line(text, name.lower(), parameters if dot else None)
-    if dot:
-        entry = families.get(name.lower())
-        if entry is None:
-            raise unknown(text)
-        return _with_parameters(text, *entry, parameters)
+    if dot and name.lower() in families:
+        return _with_parameters(text, *families[name.lower()], parameters)
     if lowered in families:
         measure, family = families[lowered]
         if family.defaults:
             return [_at(measure, family, value) for value in family.defaults]
         return [Request(family.name, measure, family=family.name)]
     if lowered in lodestar:
+        _check_required(text, lodestar[lowered])
         return [Request(text, lodestar[lowered])]
     match = re.fullmatch(r"(.+)_(\d+(?:\.\d+)?)", text)
     if match and match[1].lower() in families:
