@@ -19,7 +19,7 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
-from lodestar import _ranking, losses, metrics, streaming  # noqa: E402
+from lodestar import _ranking, _registry, losses, metrics, streaming  # noqa: E402
 
 DEVICES = 8
 PER_DEVICE = 4  # lists per device, a power of two
@@ -32,8 +32,15 @@ SIZES = [
     (_ranking.PAIRWISE_MAX_N + 20, None),
     (_ranking.PAIRWISE_MAX_N + 20, 10),
 ]
+# Every function of the registry once, with the options it requires; k only
+# for those that take it.
+_ENTRIES = {m.function_path: m for m in _registry.MEASURES.values()}.values()
 FUNCTIONS = {
-    **{name: getattr(metrics, name) for name in metrics.__all__ if name != "err"},
+    **{
+        m.key: functools.partial(m.function, **m.required_options)
+        for m in _ENTRIES
+        if m.key != "err"
+    },
     "err": functools.partial(metrics.err, max_label=3),
     "lambda_loss": functools.partial(losses.lambda_loss, reduction="none"),
     "softmax_loss": functools.partial(losses.softmax_loss, reduction="none"),
@@ -73,7 +80,8 @@ def main():
             where = rng.random((BATCH, n)) < 0.9
             sharded = [jax.device_put(a, rows) for a in (scores, labels, where)]
             for name, fn in FUNCTIONS.items():
-                kwargs = {} if name.endswith("loss") else {"k": k}
+                entry = _registry.MEASURES.get(name)
+                kwargs = {"k": k} if entry is not None and entry.cutoff else {}
 
                 def per_list(s, y, w, fn=fn, kwargs=kwargs):
                     return fn(s, y, where=w, **kwargs)

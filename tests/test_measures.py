@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import oracles
 import pytest
+import tiers
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,7 +71,7 @@ def tied_lists(draw, max_n=7):
 # --- exactness: every order of the ties -------------------------------------------------
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @given(case=tied_lists())
 def test_tie_average_is_the_mean_over_every_order(key, case):
     scores, labels = case
@@ -79,7 +80,7 @@ def test_tie_average_is_the_mean_over_every_order(key, case):
         np.testing.assert_allclose(metric(key)(scores, labels, **cut(key, k)), expected, **TOL)
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @given(case=tied_lists())
 def test_ignore_ties_ranks_ties_by_descending_index(key, case):
     scores, labels = case
@@ -89,7 +90,9 @@ def test_ignore_ties_ranks_ties_by_descending_index(key, case):
         np.testing.assert_allclose(got, expected, **TOL)
 
 
-@pytest.mark.parametrize("key", [k for k in KEYS if "num_relevant" in measure(k).context])
+@pytest.mark.parametrize(
+    "key", tiers.measure_params(k for k in KEYS if "num_relevant" in measure(k).context)
+)
 @given(case=tied_lists(), extra=st.integers(0, 3))
 def test_num_relevant_counts_relevant_items_outside_the_list(key, case, extra):
     scores, labels = case
@@ -102,7 +105,7 @@ def test_num_relevant_counts_relevant_items_outside_the_list(key, case, extra):
         np.testing.assert_allclose(got, expected, **TOL)
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 def test_long_lists_take_other_engine_paths_to_the_same_value(key):
     # A tied list of 24 items alone (pairwise counting), and the same items
     # scattered among 600 padding slots with scores of their own (top-k, the
@@ -128,7 +131,7 @@ def test_long_lists_take_other_engine_paths_to_the_same_value(key):
 # --- padding, empty lists, batching, jit, vmap ----------------------------------------
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @given(case=tied_lists(max_n=6), data=st.data())
 def test_padding_anywhere_changes_nothing(key, case, data):
     scores, labels = case
@@ -172,7 +175,7 @@ LABELS = (rng.integers(0, 4, (4, 3, 50)) * (rng.random((4, 3, 50)) < 0.4)).astyp
 WHERE = rng.random((4, 3, 50)) < 0.85
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @pytest.mark.parametrize("k", [None, 5, 60])
 def test_jit_vmap_and_batching_agree(key, k):
     if k is not None and not measure(key).cutoff:
@@ -191,7 +194,7 @@ def test_jit_vmap_and_batching_agree(key, k):
     np.testing.assert_allclose(np.reshape(one_by_one, (4, 3)), eager, **TOL)
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 def test_packed_lists_score_what_they_score_padded_on_their_own(key):
     segments = np.repeat(np.arange(5), 10)[None].repeat(12, 0)
     scores, labels = SCORES.reshape(12, 50), LABELS.reshape(12, 50)
@@ -220,7 +223,7 @@ def test_float32_by_default_without_x64(key):
         assert metric(key)(np.arange(5), np.arange(5) % 3).dtype == jnp.float32
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
 def test_half_precision_is_computed_in_float32(key, dtype):
     scores = jnp.asarray(SCORES, dtype)
@@ -230,7 +233,7 @@ def test_half_precision_is_computed_in_float32(key, dtype):
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_])
 def test_integer_and_boolean_scores_are_ranked_by_value(key, dtype):
     if dtype == np.bool_:
@@ -264,7 +267,7 @@ def test_grad_with_respect_to_scores_is_zero(key, n):
     np.testing.assert_array_equal(grad, np.zeros_like(scores))
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @pytest.mark.parametrize("n", [5, 300])
 def test_nan_score_under_jit_gives_nan_for_that_list_only(key, n):
     scores = np.round(rng.random((3, n)), 1)

@@ -31,6 +31,9 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parent / "multidevice_check.py"
 
+# Every registry measure on eight devices compiles several hundred programs.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def failures():

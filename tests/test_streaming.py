@@ -9,8 +9,8 @@ Tolerances:
 - float32, end to end: against the all-at-once values, rtol 1e-6. XLA:CPU's
   reduction order depends on the batch shape, so one list's value can move by
   an ulp or two between a batch of 3 and a batch of 40.
-Every metric in ``lodestar.metrics.__all__`` is covered; a new metric joins
-without new code.
+Every measure of the registry (``lodestar._registry``) is covered; a new
+measure joins without new code.
 """
 
 import math
@@ -20,14 +20,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lodestar import InvalidParameterError, metrics, streaming
+from lodestar import InvalidParameterError, _registry, metrics, streaming
 
-METRICS = [getattr(metrics, name) for name in metrics.__all__]
+# Every function of the registry once (gm_map and map share one, and so do
+# bpref and gm_bpref).
+ENTRIES = list({m.function_path: m for m in _registry.MEASURES.values()}.values())
+# Each measure's key, slow outside the default tier's sweep (tests/tiers.py).
+METRICS = [
+    pytest.param(m.function, id=p.id, marks=p.marks)
+    for m, p in zip(ENTRIES, tiers.measure_params(m.key for m in ENTRIES), strict=True)
+]
 # Options a metric requires (no default); every other option keeps its default.
-REQUIRED_OPTIONS = {"err": {"max_label": 2}}
+REQUIRED_OPTIONS = {m.function.__name__: m.required_options for m in ENTRIES}
+REQUIRED_OPTIONS["err"] = {"max_label": 2}
+TAKES_CUTOFF = {m.function.__name__ for m in ENTRIES if m.cutoff}
 CUTOFFS = [None, 3]
 F32_ULP = 2.0**-24
 
@@ -62,8 +72,9 @@ def _stream_mean(accumulator, scores, labels, where, weights, batches):
     return state
 
 
-def _options(metric, **options):
-    return {**REQUIRED_OPTIONS.get(metric.__name__, {}), **options}
+def _options(metric, k=None):
+    cut = {"k": k} if metric.__name__ in TAKES_CUTOFF else {}
+    return {**REQUIRED_OPTIONS.get(metric.__name__, {}), **cut}
 
 
 def _reference_mean(values, where, weights):
@@ -73,7 +84,7 @@ def _reference_mean(values, where, weights):
 
 
 @pytest.mark.parametrize("k", CUTOFFS)
-@pytest.mark.parametrize("metric", METRICS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("metric", METRICS)
 @settings(max_examples=10)
 @given(data=stream())
 def test_any_split_gives_the_all_at_once_mean_float64(metric, k, data):
@@ -90,7 +101,7 @@ def test_any_split_gives_the_all_at_once_mean_float64(metric, k, data):
     assert int(state.count) == int(where.any(-1).sum())
 
 
-@pytest.mark.parametrize("metric", METRICS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("metric", METRICS)
 @settings(max_examples=10)
 @given(data=stream())
 def test_float32_accumulator_is_within_four_ulp_of_the_exact_mean(metric, data):
