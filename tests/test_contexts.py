@@ -21,7 +21,8 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parent / "contexts_check.py"
 # XLA hands a computation's callbacks to its own threads from a few hundred
-# lists of 1,000 items; at 800 the old code already failed on every call.
+# lists of 1,000 items; at these sizes the old code failed, if not on every
+# call (test_the_reported_crash_does_not_recur takes the size that always did).
 ROWS = 1000
 THREAD_ROWS = 600
 
@@ -52,6 +53,14 @@ def test_enable_x64_context_equals_global_x64(reference):
     assert found.keys() == reference[ROWS].keys()
     different = sorted(name for name in found if found[name] != reference[ROWS][name])
     assert not different, different
+
+
+@pytest.mark.slow
+def test_the_reported_crash_does_not_recur():
+    # 3,000 x 1,000 inside the context crashed on every call before decision
+    # 0013 (at ROWS the old code failed only intermittently on a 2-core
+    # machine): each of three calls must give global x64's bytes.
+    assert digests("context-reported", 3000) == digests("global-reported", 3000)
 
 
 @pytest.mark.slow
