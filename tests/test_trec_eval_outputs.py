@@ -14,7 +14,9 @@ as integers, ``relstring`` as characters). A value that differs in the
 fourth decimal, a missing or extra line, or a line out of place fails.
 
 ``out.test`` is trec_eval without ``-m``, its default measures, which
-lodestar names ``official``.
+lodestar names ``official``. Three more outputs, for ``-J`` (judged documents
+only) and ``-N`` (the collection's size, utility's fourth coefficient), were
+printed by trec_eval 10's program built from the same source.
 """
 
 from pathlib import Path
@@ -38,6 +40,20 @@ CASES = {
         "-q",
         "-l2",
         "qrels.rel_level",
+        "results.test",
+    ],
+    # Generated with trec_eval 10.0-rc3 built from the same commit (PROVENANCE.md).
+    "out.test.aqJ": ["-m", "all_trec", "-q", "-J", "qrels.test", "results.test"],
+    "out.test.aqJl": ["-m", "all_trec", "-q", "-J", "-l2", "qrels.rel_level", "results.test"],
+    "out.test.N": [
+        "-q",
+        "-N",
+        "5000",
+        "-m",
+        "utility.2,-1,-0.5,0.25",
+        "-m",
+        "num_rel",
+        "qrels.test",
         "results.test",
     ],
     "out.test.meas_params": [
@@ -128,3 +144,9 @@ def test_relstring_is_refused_in_json(capsys):
     files = _paths(["qrels.test", "results.test"])
     assert main(["evaluate", "-m", "relstring", "--json", *files]) == 2
     assert "relstring is a line of the table" in capsys.readouterr().err
+
+
+def test_judged_only_with_a_cut_is_refused(capsys):
+    files = _paths(["qrels.test", "results.test"])
+    assert main(["evaluate", "-J", "-M", "100", *files]) == 2
+    assert "-J and -M together are not supported" in capsys.readouterr().err

@@ -187,6 +187,19 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
         help="only the first N documents of each ranking count (trec_eval -M)",
     )
     parser.add_argument(
+        "-J",
+        "--judged-only",
+        action="store_true",
+        help="drop every unjudged retrieved document before ranking (trec_eval -J)",
+    )
+    parser.add_argument(
+        "-N",
+        "--num-documents",
+        type=int,
+        metavar="N",
+        help="the number of documents in the collection, for utility (trec_eval -N)",
+    )
+    parser.add_argument(
         "--err-max-label",
         type=float,
         metavar="GRADE",
@@ -539,6 +552,12 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         raise UsageError("give QRELS and RUN, or --example")
     if args.max_documents is not None and args.max_documents < 1:
         raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
+    if args.judged_only and args.max_documents is not None:
+        # trec_eval cuts at -M, then drops the unjudged; over tied scores the
+        # cut's expectation and the drop do not commute.
+        raise UsageError("-J and -M together are not supported; give one of them")
+    if args.num_documents is not None and args.num_documents < 0:
+        raise UsageError(f"-N takes a number of documents of at least 0; got {args.num_documents}")
     if args.relevance_level < 0:
         raise UsageError(
             f"-l takes a relevance level of at least 0; got {args.relevance_level} (a level of "
@@ -593,6 +612,8 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             "relevance_level": args.relevance_level,
             "max_documents": args.max_documents,
             "err_max_label": args.err_max_label,
+            "judged_only": args.judged_only,
+            "num_documents": args.num_documents,
             "single_precision": args.single_precision,
             "tie_range": args.tie_range,
         }
@@ -636,6 +657,8 @@ def _definitions(args) -> _evaluate.Definitions:
         ignore_ties=args.ignore_ties,
         max_documents=getattr(args, "max_documents", None),
         err_max_label=getattr(args, "err_max_label", None),
+        judged_only=getattr(args, "judged_only", False),
+        num_documents=getattr(args, "num_documents", None),
     )
 
 

@@ -201,6 +201,8 @@ def run_joined(
         raise ValueError(
             "no query is in both the qrels and the run, so there is nothing to evaluate"
         )
+    if definitions.judged_only:
+        joined = _evaluate.judged_only(joined)
     max_grade = int(qrels_file.values.max(initial=0))
     requests = _names.measures(requests)
     values = _evaluate.evaluate(

@@ -49,6 +49,12 @@ class Definitions(NamedTuple):
         count (trec_eval's ``-M``), or None.
       err_max_label: ERR's top grade, or None for the largest relevance in
         the whole qrels file.
+      judged_only: Drop every retrieved document that is not judged (in the
+        qrels with a relevance of at least 0) before ranking (trec_eval's
+        ``-J``).
+      num_documents: The number of documents in the collection, for
+        utility's fourth coefficient (trec_eval's ``-N``; 0 if not given, as
+        in trec_eval).
     """
 
     trec_eval: bool = False
@@ -56,6 +62,8 @@ class Definitions(NamedTuple):
     ignore_ties: bool = False
     max_documents: int | None = None
     err_max_label: float | None = None
+    judged_only: bool = False
+    num_documents: int | None = None
 
 
 def check_relevance(qrels: TrecFile, definitions: Definitions) -> None:
@@ -87,6 +95,8 @@ def _options(request: Request, definitions: Definitions, max_grade: int) -> dict
     if "max_label" in options:
         ceiling = definitions.err_max_label
         options["max_label"] = float(max(max_grade, 1) if ceiling is None else ceiling)
+    if "num_documents" in options and definitions.num_documents is not None:
+        options["num_documents"] = definitions.num_documents
     return options
 
 
@@ -248,6 +258,21 @@ def _padded_pool(pool: Lists, queries: np.ndarray, rows: int):
     """The pools of a batch's queries, zero-padded to a bucketed width."""
     width = _shapes.bucket(int(pool.lengths[queries].max(initial=0)), 8)
     return _batches.pad(pool, queries, rows, width, ("gain",))
+
+
+def judged_only(joined: Joined) -> Joined:
+    """``joined`` without the retrieved documents that were not judged (trec_eval's ``-J``).
+
+    Each query keeps its judged documents in their order, so that ties among
+    them break as before.
+    """
+    retrieved = joined.retrieved
+    keep = retrieved.items["judged"]
+    query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
+    counts = np.bincount(query[keep], minlength=len(retrieved.lengths))
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    items = {name: values[keep] for name, values in retrieved.items.items()}
+    return joined._replace(retrieved=Lists(offsets, items))
 
 
 def aggregate(request: Request, values: np.ndarray) -> float:
