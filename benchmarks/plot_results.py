@@ -36,6 +36,7 @@ SOURCES = {
     "exact_large": "cpu_exact_20261130_large.json",
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
+    "cli": "cpu_cli_20261201.json",
 }
 DIGEST_KEY = "lodestar-data-digest"
 
@@ -240,10 +241,38 @@ def smooth_table(series: list[dict], earlier: list[dict]) -> str:
     return "\n".join(lines)
 
 
+CLI_WORKLOADS = {"small": "1,000 lines", "trec": "1,500 × 1,000", "large": "10,000 × 1,000"}
+
+
+def cli_table(report: dict) -> str:
+    """``lodestar evaluate`` from the shell against the other tools, one row per tool and run.
+
+    The ratio is the tool's wall time over lodestar's warm one (tie-averaged):
+    above 1, lodestar is faster.
+    """
+    lines = [
+        "| run | tool | seconds | peak MB | ÷ lodestar, warm |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, workload in report["workloads"].items():
+        results = workload["results"]
+        warm = results["lodestar, warm"]["seconds"]
+        for tool, value in results.items():
+            if value is None:
+                lines.append(f"| {CLI_WORKLOADS[name]} | {tool} | — | — | — |")
+                continue
+            lines.append(
+                f"| {CLI_WORKLOADS[name]} | {tool} | {value['seconds']:.2f} "
+                f"| {value['peak_mb']:,.0f} | {value['seconds'] / warm:.2f} |"
+            )
+    return "\n".join(lines)
+
+
 def tables() -> dict[str, str]:
     """Every table of the benchmarks page, by name."""
     exact = load("exact")
     return {
+        "cli": cli_table(load("cli")),
         "exact": exact_table(exact_series(exact)),
         "memory": memory_table(memory_series(exact)),
         "exact_large": large_table(exact_series(load("exact_large"))),

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from jax.experimental import checkify
 
 import lodestar
-from lodestar import losses, metrics, smooth
+from lodestar import _registry, losses, metrics, smooth
 from lodestar._validation import InvalidParameterError
 
 CLOSE = {"rtol": 1e-12, "atol": 1e-12}
@@ -382,12 +382,19 @@ def test_mean_reduction_counts_only_non_empty_lists():
 
 
 def test_every_public_function_takes_segments_keyword_only():
-    for module in (metrics, smooth, losses):
-        for name in module.__all__:
-            parameters = inspect.signature(getattr(module, name)).parameters
-            for option in ("segments", "max_segments", "max_segment_size"):
-                assert option in parameters, f"{module.__name__}.{name} lacks {option}"
-                assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY
+    # Every measure of the registry, and every smooth metric and loss. Of
+    # metrics' other names, GainTable is a gain, and tie_range passes its
+    # options, segments among them, to the measure it is given.
+    functions = {m.function.__name__: m.function for m in _registry.MEASURES.values()}
+    for module in (smooth, losses):
+        functions.update({name: getattr(module, name) for name in module.__all__})
+    others = {name for name in metrics.__all__ if name[0].islower()} - set(functions)
+    assert others == {"tie_range"}
+    for name, function in functions.items():
+        parameters = inspect.signature(function).parameters
+        for option in ("segments", "max_segments", "max_segment_size"):
+            assert option in parameters, f"{name} lacks {option}"
+            assert parameters[option].kind is inspect.Parameter.KEYWORD_ONLY
 
 
 # --------------------------------------------------------------------------
