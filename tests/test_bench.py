@@ -1,11 +1,9 @@
 """``benchmarks/bench_exact.py``: its table, its JSON and its checks.
 
 The benchmark runs in this process at tiny shapes with one repetition, so
-these tests check structure and arithmetic, never speed. Exact relations are
-checked exactly: each ratio is its two times divided (relative 1e-12, float
-rounding only), each peak is XLA's argument + output + temp - alias plus the
-host-callback peak (integers, equal), and the argument bytes are the scores'
-and labels' bytes. lodestar's agreement with scikit-learn inside the benchmark
+these tests check structure and accounting, never speed: each peak is XLA's
+argument + output + temp - alias plus the host-callback peak (integers,
+equal), and the argument bytes are the scores' and labels' bytes. lodestar's agreement with scikit-learn inside the benchmark
 is held to the benchmark's own float32 tolerance, ``SKLEARN_TOLERANCE``.
 """
 
@@ -51,7 +49,6 @@ def test_every_metric_timed_against_the_sort_with_its_memory(tmp_path, capsys):
             r["argument_bytes"] + r["output_bytes"] + r["temp_bytes"] - r["alias_bytes"]
         )
         assert r["peak_bytes"] == r["xla_peak_bytes"] + r.get("host_peak_bytes", 0)
-        assert r["peak_over_input"] == pytest.approx(r["peak_bytes"] / r["input_bytes"])
         assert r["rax_ms"] is None and r["lodestar_over_rax"] is None
     by_name = {r["metric"]: r for r in rows}
     for name in _bench.SKLEARN_COUNTERPARTS:
