@@ -1069,8 +1069,8 @@ def _readonly(array) -> np.ndarray:
 class Comparison:
     """Every pair of several runs tested on several measures: :func:`compare_scores`.
 
-    Arrays indexed by runs follow the order of :attr:`runs`, and measures that
-    of :attr:`measures`. Entry ``[i, j, k]`` of a pairwise array compares run
+    Arrays indexed by runs follow the order of ``runs``, and measures that
+    of ``measures``. Entry ``[i, j, k]`` of a pairwise array compares run
     ``i`` with run ``j`` on measure ``k``; the diagonal compares a run with
     itself (difference 0, p-value 1, never significant). The arrays are
     read-only NumPy float64 (``significant`` is boolean).
@@ -1132,7 +1132,7 @@ class Comparison:
           measure: A measure name.
 
         Returns:
-          Their names, in the order of :attr:`runs`.
+          Their names, in the order of ``runs``.
 
         Raises:
           KeyError: an unknown run or measure.
@@ -1163,7 +1163,7 @@ class Comparison:
         return len(self.runs) * (len(self.runs) - 1) // 2
 
     def to_dict(self) -> dict:
-        """Everything as plain Python values, ready for :func:`json.dumps`.
+        """Everything as plain Python values, ready for ``json.dumps``.
 
         Returns:
           A dict with the settings (``runs``, ``measures``, ``queries``,

@@ -437,7 +437,7 @@ def interpolated_precision(
     :math:`t`: a lattice path under a line, counted by a dynamic programme over
     the block's positions. It changes only at the precisions
     :math:`j / i` a block can reach, so when there are at most
-    :data:`EXACT_LIMIT` (128) of them above :math:`D`, walking them gives the
+    ``EXACT_LIMIT`` (128) of them above :math:`D`, walking them gives the
     exact expectation. Otherwise it is bracketed on the thresholds
     :math:`q / 2048` by the trapezoid rule, **within** :math:`1/4096 \approx
     2.4 \cdot 10^{-4}` **of the exact value** (decision 0017). Without ties the
@@ -448,7 +448,7 @@ def interpolated_precision(
       labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
         value is relevant.
       recall: A recall level in [0, 1], or a sequence of them (trec_eval's
-        default levels are :data:`ELEVEN_POINTS`, 0.0, 0.1, …, 1.0).
+        default levels are ``ELEVEN_POINTS``, 0.0, 0.1, …, 1.0).
       k: Rank only the first ``k`` positions (trec_eval's ``-M``). None ranks
         the whole list.
       {{ignore_ties}}
