@@ -763,41 +763,46 @@ def _run_compare(args: argparse.Namespace, out) -> int:
     return 0
 
 
+def _refuse_first(file: _read.TrecFile, offending, describe) -> None:
+    """Refuse the first record where ``offending`` holds, naming its line."""
+    import numpy as np
+
+    if offending.any():
+        at = int(np.argmax(offending))
+        raise _read.refuse(file.path, file.line(at), describe(file.values[at]))
+
+
 def _check_err_ceiling(qrels: _read.TrecFile, requests, ceiling: float | None) -> None:
     """Refuse an ERR top grade below a relevance of the qrels, naming its line.
 
     ERR's stopping probability of a grade above the top one would exceed 1.
     """
-    import numpy as np
-
     if ceiling is None or not any(
         r.measure is not None and r.measure.key == "err" for r in requests
     ):
         return
-    above = qrels.values > ceiling
-    if above.any():
-        at = int(np.argmax(above))
-        raise _read.refuse(
-            qrels.path,
-            qrels.line(at),
-            f"relevance {qrels.values[at]} is above ERR's top grade {ceiling:g} "
-            "(--err-max-label); give a top grade at least as large as every relevance",
-        )
+    _refuse_first(
+        qrels,
+        qrels.values > ceiling,
+        lambda value: (
+            f"relevance {value} is above ERR's top grade {ceiling:g} "
+            "(--err-max-label); give a top grade at least as large as every relevance"
+        ),
+    )
 
 
 def _check_single_precision(run: _read.TrecFile) -> None:
     """Refuse a score that float32 cannot hold, naming its line."""
     import numpy as np
 
-    too_large = np.abs(run.values) > np.finfo(np.float32).max
-    if too_large.any():
-        at = int(np.argmax(too_large))
-        raise _read.refuse(
-            run.path,
-            run.line(at),
-            f"score {float(run.values[at])!r} does not fit in single precision (--single-precision "
-            "rounds scores to float32, whose largest value is about 3.4e38)",
-        )
+    _refuse_first(
+        run,
+        np.abs(run.values) > np.finfo(np.float32).max,
+        lambda value: (
+            f"score {float(value)!r} does not fit in single precision "
+            "(--single-precision rounds scores to float32, whose largest value is about 3.4e38)"
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -115,20 +115,7 @@ TREC_ORDER = (
 order whatever the order of ``-m``, as trec_eval's does.
 """
 
-OFFICIAL = (
-    "runid",
-    "num_q",
-    "num_ret",
-    "num_rel",
-    "num_rel_ret",
-    "map",
-    "gm_map",
-    "Rprec",
-    "bpref",
-    "recip_rank",
-    "iprec_at_recall",
-    "P",
-)
+OFFICIAL = TREC_ORDER[: TREC_ORDER.index("P") + 1]
 """trec_eval's default measures (``-m official``, and no ``-m`` at all in trec_eval)."""
 
 GROUPS = {"all_trec": TREC_ORDER, "official": OFFICIAL}
