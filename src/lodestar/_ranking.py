@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import jax
 import jax.numpy as jnp
@@ -726,8 +726,20 @@ class Ranking:
             )
         return self._blocks
 
+    @overload
+    def weighted_sum(self, values, cumulative_table, *, largest_of: None = None) -> jax.Array: ...
+
+    @overload
+    def weighted_sum(
+        self, values, cumulative_table, *, largest_of: jax.Array
+    ) -> tuple[jax.Array, jax.Array]: ...
+
     def weighted_sum(self, values, cumulative_table, *, largest_of=None):
-        """:func:`block_weighted_sum` of ``values``, reusing the blocks if already counted."""
+        """:func:`block_weighted_sum` of ``values``, reusing the blocks if already counted.
+
+        With ``largest_of``, also the k largest of it (see
+        :func:`block_weighted_sum`).
+        """
         if self._blocks is None or largest_of is not None:
             return block_weighted_sum(
                 self.scores,
