@@ -164,7 +164,7 @@ def test_relevance_level_zero_counts_judged_documents_never_unjudged_ones(tmp_pa
     out = evaluate_json(capsys, qrels, run, "--trec-eval", "-l", "0", "-m", "map", "recall@10")
     assert out["mean"] == {"map": pytest.approx((1 / 2 + 2 / 4) / 2), "recall@10": 1.0}
     assert main(["evaluate", qrels, run, "-l", "-1"]) == 2  # a usage error
-    assert "-l takes a relevance level of at least 0; got -1" in capsys.readouterr().err
+    assert "-l: relevance level -1 is negative" in capsys.readouterr().err
 
 
 def test_err_top_grade_comes_from_the_whole_qrels(tmp_path, capsys):

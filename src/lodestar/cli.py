@@ -558,11 +558,10 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         raise UsageError("-J and -M together are not supported; give one of them")
     if args.num_documents is not None and args.num_documents < 0:
         raise UsageError(f"-N takes a number of documents of at least 0; got {args.num_documents}")
-    if args.relevance_level < 0:
-        raise UsageError(
-            f"-l takes a relevance level of at least 0; got {args.relevance_level} (a level of "
-            "0 counts every judged document as relevant, and no level counts an unjudged one)"
-        )
+    try:
+        _evaluate.check_relevance_level(args.relevance_level)
+    except ValueError as error:
+        raise UsageError(f"-l: {error}") from None
     ceiling = args.err_max_label
     if ceiling is not None and not (math.isfinite(ceiling) and ceiling > 0):
         raise UsageError(f"--err-max-label takes a finite grade above 0; got {ceiling!r}")

@@ -66,17 +66,26 @@ class Definitions(NamedTuple):
     num_documents: int | None = None
 
 
+def check_relevance_level(level: int) -> None:
+    """Refuse a negative relevance level.
+
+    Raises:
+      ValueError: ``level`` is below 0.
+    """
+    if level < 0:
+        raise ValueError(
+            f"relevance level {level} is negative; a level of 0 counts every judged "
+            "document as relevant, and no level can count an unjudged one"
+        )
+
+
 def check_relevance(qrels: TrecFile, definitions: Definitions) -> None:
     """Refuse negative relevance under lodestar's definitions, and a negative level.
 
     Raises:
       ValueError: as described, naming the file and line.
     """
-    if definitions.relevance_level < 0:
-        raise ValueError(
-            f"relevance level {definitions.relevance_level} is negative; a level of 0 counts "
-            "every judged document as relevant, and no level can count an unjudged one"
-        )
+    check_relevance_level(definitions.relevance_level)
     if definitions.trec_eval or not (qrels.values < 0).any():
         return
     at = int(np.argmax(qrels.values < 0))
@@ -247,11 +256,10 @@ def evaluate(
 
 def _descending_per_query(judgments: Lists, grades: np.ndarray, keep: np.ndarray) -> Lists:
     """Per query, the grades that ``keep`` selects, in descending order."""
-    query = np.repeat(np.arange(len(judgments.lengths)), judgments.lengths)[keep]
-    gains = grades[keep].astype(np.float64)
-    order = np.lexsort((-gains, query))
-    counts = np.bincount(query, minlength=len(judgments.lengths))
-    return Lists(np.concatenate(([0], np.cumsum(counts))), {"gain": gains[order]})
+    kept = Lists(judgments.offsets, {"gain": grades.astype(np.float64)}).select(keep)
+    query = np.repeat(np.arange(len(kept.lengths)), kept.lengths)
+    order = np.lexsort((-kept.items["gain"], query))
+    return Lists(kept.offsets, {"gain": kept.items["gain"][order]})
 
 
 def _padded_pool(pool: Lists, queries: np.ndarray, rows: int):
@@ -267,12 +275,7 @@ def judged_only(joined: Joined) -> Joined:
     them break as before.
     """
     retrieved = joined.retrieved
-    keep = retrieved.items["judged"]
-    query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
-    counts = np.bincount(query[keep], minlength=len(retrieved.lengths))
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    items = {name: values[keep] for name, values in retrieved.items.items()}
-    return joined._replace(retrieved=Lists(offsets, items))
+    return joined._replace(retrieved=retrieved.select(retrieved.items["judged"]))
 
 
 def aggregate(request: Request, values: np.ndarray) -> float:

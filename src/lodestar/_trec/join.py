@@ -38,6 +38,13 @@ class Lists(NamedTuple):
         running = np.concatenate(([0], np.cumsum(values, dtype=np.float64)))
         return running[self.offsets[1:]] - running[self.offsets[:-1]]
 
+    def select(self, keep: np.ndarray) -> Lists:
+        """The items where ``keep`` holds, each query keeping its own in their order."""
+        query = np.repeat(np.arange(len(self.lengths)), self.lengths)
+        counts = np.bincount(query[keep], minlength=len(self.lengths))
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return Lists(offsets, {name: values[keep] for name, values in self.items.items()})
+
     def maxima(self, values: np.ndarray, initial) -> np.ndarray:
         """Per query, the largest of a per-item array (``initial`` for an empty list)."""
         result = np.full(len(self.offsets) - 1, initial, dtype=values.dtype)

@@ -215,7 +215,7 @@ def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
         raise ValueError(f"measure {family.name!r} takes no parameters; got {text!r}")
     if family.parameter == "k":
         ks = sorted({_trec_cutoff(text, p) for p in parameters.split(",")})
-        return [Request(f"{family.name}_{k}", measure, k, family=family.name) for k in ks]
+        return [_at(measure, family, k) for k in ks]
     if family.combined or family.parameter not in ("multiple", "recall"):
         value = _combined_option(text, family.parameter, parameters)
         return [
@@ -233,13 +233,16 @@ def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
 
 def _check_required(text: str, measure: _registry.Measure) -> None:
     """Refuse a lodestar name for a measure whose option has no default (the recall level)."""
-    missing = [o.name for o in measure.options if o.default is _registry.REQUIRED]
-    missing = [name for name in missing if name != "max_label"]  # ERR's comes from the qrels
+    missing = [
+        o
+        for o in measure.options
+        if o.default is _registry.REQUIRED and o.name != "max_label"  # ERR's: from the qrels
+    ]
     if missing:
         family = measure.trec[0].name if measure.trec else measure.key
         raise ValueError(
-            f"measure {text!r} needs its {missing[0]}: give it in trec_eval's form, "
-            f"such as {family}.{measure.options[0].example}"
+            f"measure {text!r} needs its {missing[0].name}: give it in trec_eval's form, "
+            f"such as {family}.{missing[0].example}"
         )
 
 
