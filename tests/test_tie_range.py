@@ -64,6 +64,19 @@ def test_the_range_is_the_extremes_over_every_order(key, case):
             assert min(values) - 1e-12 <= low <= high <= max(values) + 1e-12
 
 
+def test_normalized_gain_is_lowest_at_an_order_other_than_relevant_last():
+    # Why the registry marks G tie_extremes=False: its discount reads the gain
+    # collected so far, so placing the 3 before the 2 lowers it further.
+    scores, labels = np.zeros(4), np.array([1.0, 1.0, 2.0, 3.0])
+    low, high = metrics.tie_range(metrics.normalized_gain, scores, labels)
+    values = values_over_orders("G", scores, labels)
+    np.testing.assert_allclose(low, oracles.g_of_order(labels, np.arange(4)), **TOL)
+    np.testing.assert_allclose(min(values), 0.6890665455411094, **TOL)
+    assert min(values) < low - 0.01
+    np.testing.assert_allclose(high, max(values), **TOL)
+    assert not _registry.MEASURES["G"].tie_extremes
+
+
 def test_a_batch_with_padding_and_per_item_options():
     scores = np.array([[0.5, 0.5, 0.5, 0.1], [0.9, 0.9, 0.2, 0.2]])
     labels = np.array([[0, 1, 0, 1], [1, 0, 1, 0]])

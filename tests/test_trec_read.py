@@ -19,7 +19,9 @@ from lodestar._trec import read
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def read_file(tmp_path, data: bytes, qrels: bool):
+def read_file(tmp_path, data: bytes, qrels: bool, *, text: bytes | None = None):
+    """Read ``data`` as a file; ``text`` is what it holds when it is compressed."""
+    text = data if text is None else text
     path = tmp_path / ("fuzz.qrels" if qrels else "fuzz.run")
     path.write_bytes(data)
     reader = read.read_qrels if qrels else read.read_run
@@ -28,7 +30,7 @@ def read_file(tmp_path, data: bytes, qrels: bool):
     except ValueError as error:
         assert re.match(re.escape(str(path)) + r":\d+: \S", str(error)), str(error)
         line = int(str(error)[len(str(path)) + 1 :].split(":")[0])
-        assert 1 <= line <= data.count(b"\n") + 1
+        assert 1 <= line <= text.count(b"\n") + 1
         return None, error
     except OSError as error:
         assert str(error).startswith(f"{path}: "), str(error)
@@ -110,7 +112,10 @@ def test_truncated_gzip_is_refused_naming_the_file(tmp_path_factory, data, qrels
     text = data.draw(mutated_files(qrels))
     compressed = gzip.compress(text)
     found, error = read_file(
-        tmp_path_factory.mktemp("gzip"), compressed[: int(len(compressed) * cut)], qrels
+        tmp_path_factory.mktemp("gzip"),
+        compressed[: int(len(compressed) * cut)],
+        qrels,
+        text=text,
     )
     if error is not None and isinstance(error, OSError):
         assert "cannot read this gzip file" in str(error)

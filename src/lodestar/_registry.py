@@ -537,6 +537,10 @@ MEASURES: Mapping[str, Measure] = {
             context=("ideal_labels", "judged"),
             options=(Option("gain", "linear", "exp2"),),
             oracle="g_of_order",
+            # Its discount reads the gain collected so far, so a less relevant
+            # item placed early can lower it below relevant-last: labels
+            # 1, 1, 3, 2 give 0.689 against 0.704 for 1, 1, 2, 3.
+            tie_extremes=False,
         ),
         # Interpolated precision and the NDCG family of trec_eval (decision 0017).
         Measure(

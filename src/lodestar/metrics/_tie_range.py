@@ -74,9 +74,10 @@ def tie_range(
     round: the pessimistic value is then the larger);
     ``tests/test_tie_range.py`` checks it against every order for lists of up
     to 7 items, for every measure the registry marks ``tie_extremes``. For a measure
-    that is not monotone in relevance this way (inferred AP counts unjudged
-    pooled items, ``unjudged`` counts unjudged ones), the pair is the value
-    at those two orders, not necessarily its extremes.
+    that is not monotone in relevance this way, the pair is the value at
+    those two orders, not necessarily its extremes: trec_eval's normalized
+    gain ``G`` discounts by the gain collected so far, and labels tied as
+    1, 1, 3, 2 score 0.689 against 0.704 relevant-last.
 
     Args:
       metric: A function of :mod:`lodestar.metrics`.
