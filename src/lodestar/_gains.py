@@ -25,12 +25,16 @@ def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
     the same shape.
 
     Raises:
-      ValueError: a callable gain returned an array of another shape.
+      ValueError: a callable gain returned an array of another shape, or ``gain``
+        is a string other than the two names.
     """
     if gain == "linear":
         return labels
     if gain == "exp2":
         return _exact_exp2(labels) - 1
+    if isinstance(gain, str):
+        # check_gain admits no other name; a string here is a caller that skipped it.
+        raise ValueError(f"Unknown gain {gain!r}: expected 'linear', 'exp2' or a callable.")
     gains = jnp.asarray(gain(labels), dtype=labels.dtype)
     if gains.shape != labels.shape:
         raise ValueError(

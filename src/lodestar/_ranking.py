@@ -498,7 +498,9 @@ def largest_values(values: jax.Array, k: int) -> jax.Array:
     return _largest(values, k, count_kth=False)[0]
 
 
-def _largest(values, k, *, count_kth, also=None):
+def _largest(
+    values, k, *, count_kth, also=None
+) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
     """:func:`largest_values` of ``values`` and of ``also``, in one host callback.
 
     Returns ``(top, kth_count, also_top)``: ``kth_count`` (int32 ``(...)``, how
@@ -618,6 +620,34 @@ def block_mean(cumulative_table: jax.Array, blocks: TieBlocks) -> jax.Array:
     return span / blocks.tied.astype(span.dtype)
 
 
+@overload
+def block_weighted_sum(
+    scores: jax.Array,
+    values: jax.Array,
+    valid: jax.Array | None,
+    cumulative_table: jax.Array,
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    method: str = "auto",
+    largest_of: None = None,
+) -> jax.Array: ...
+
+
+@overload
+def block_weighted_sum(
+    scores: jax.Array,
+    values: jax.Array,
+    valid: jax.Array | None,
+    cumulative_table: jax.Array,
+    *,
+    k: int | None = None,
+    ignore_ties: bool = False,
+    method: str = "auto",
+    largest_of: jax.Array,
+) -> tuple[jax.Array, jax.Array]: ...
+
+
 def block_weighted_sum(
     scores: jax.Array,
     values: jax.Array,
@@ -628,7 +658,7 @@ def block_weighted_sum(
     ignore_ties: bool = False,
     method: str = "auto",
     largest_of: jax.Array | None = None,
-):
+) -> jax.Array | tuple[jax.Array, jax.Array]:
     """``sum_i values[i] * m[i]`` per list, ``m[i]`` the block mean of a positional table.
 
     ``m[i]`` is item ``i``'s mean of the table over the positions its block
@@ -679,6 +709,8 @@ def block_weighted_sum(
     total = jnp.sum(jnp.where(valid, values * means, 0), axis=-1)
     if largest_of is None:
         return total
+    # largest_of was refused above unless k was below n, so k is still the cut-off.
+    assert k is not None
     return total, largest_values(largest_of, k)
 
 
@@ -734,7 +766,9 @@ class Ranking:
         self, values, cumulative_table, *, largest_of: jax.Array
     ) -> tuple[jax.Array, jax.Array]: ...
 
-    def weighted_sum(self, values, cumulative_table, *, largest_of=None):
+    def weighted_sum(
+        self, values, cumulative_table, *, largest_of: jax.Array | None = None
+    ) -> jax.Array | tuple[jax.Array, jax.Array]:
         """:func:`block_weighted_sum` of ``values``, reusing the blocks if already counted.
 
         With ``largest_of``, also the k largest of it (see
@@ -770,6 +804,7 @@ def _topk_weighted_sum(scores, values, valid, cumulative_table, k, largest_of):
     lowest = _lowest(scores.dtype)
     masked = jnp.where(valid, scores, lowest)
     top, tied, other_top = _largest(masked, k, count_kth=True, also=largest_of)  # descending
+    assert tied is not None  # asked for with count_kth
     threshold = top[..., k - 1 :]
     # The k-th value's block may continue past the top k; its size was counted
     # over the whole list, padding included if it sits at the lowest value.
@@ -786,7 +821,10 @@ def _topk_weighted_sum(scores, values, valid, cumulative_table, k, largest_of):
     for j in range(k):
         item_means = jnp.where(masked == top[..., j : j + 1], means[..., j : j + 1], item_means)
     total = jnp.sum(jnp.where(valid, values * item_means, 0), axis=-1)
-    return total if largest_of is None else (total, other_top)
+    if largest_of is None:
+        return total
+    assert other_top is not None  # asked for with also
+    return total, other_top
 
 
 def _runs(top: jax.Array) -> tuple[jax.Array, jax.Array]:
