@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lodestar import _shapes
+from lodestar import _registry, _shapes
 from lodestar._trec import batches as _batches
 from lodestar._trec.join import Joined, Lists
 from lodestar._trec.names import Request
@@ -98,8 +98,18 @@ def check_relevance(qrels: TrecFile, definitions: Definitions) -> None:
     )
 
 
+def _measure(request: Request) -> _registry.Measure:
+    """The registry entry of a request that is a measure.
+
+    The report's own lines (``runid``, ``num_q``, ``relstring``) have none; the
+    callers keep them away from evaluation and aggregation.
+    """
+    assert request.measure is not None, f"{request.name} is a line of the report, not a measure"
+    return request.measure
+
+
 def _options(request: Request, definitions: Definitions, max_grade: int) -> dict:
-    options = {o.name: o.default for o in request.measure.options}
+    options = {o.name: o.default for o in _measure(request).options}
     options.update(request.options)
     if "max_label" in options:
         ceiling = definitions.err_max_label
@@ -153,7 +163,7 @@ def evaluate(
     per_item = Lists(retrieved.offsets, {**items, "relevant": relevant, "label": labels})
     wanted = set()
     if definitions.trec_eval:
-        wanted = {name for request in requests for name in request.measure.context}
+        wanted = {name for request in requests for name in _measure(request).context}
 
     judgment_grade = judgments.items["grade"]
     num_relevant = judgments.totals(judgment_grade >= level)
@@ -171,13 +181,13 @@ def evaluate(
     # of gain 0 change nothing), else the retrieved list. The other measures
     # with an ideal (and NDCG with a gain per level) rank the judged pool's
     # labels themselves.
-    needs_ideal = any("ideal_labels" in r.measure.context for r in requests)
+    needs_ideal = any("ideal_labels" in _measure(r).context for r in requests)
     pool = judged_pool = None
     if needs_ideal and definitions.trec_eval:
         pool = _descending_per_query(judgments, judgment_grade, judgment_grade > 0)
         if any(
-            "ideal_labels" in r.measure.context
-            and (r.measure.key != "ndcg" or dict(r.options).get("gain", "linear") != "linear")
+            "ideal_labels" in _measure(r).context
+            and (_measure(r).key != "ndcg" or dict(r.options).get("gain", "linear") != "linear")
             for r in requests
         ):
             judged_pool = _descending_per_query(judgments, judgment_grade, judgment_grade >= 0)
@@ -185,7 +195,7 @@ def evaluate(
     requests = list(requests)
     kernel_requests, traced = [], []
     for request in requests:
-        formula = request.measure.formula
+        formula = _measure(request).formula
         k = _cutoff(request, definitions)
         # Options that follow the cut-off (precision's divisor) take the
         # requested one: trec_eval's P_1000 divides by 1000 under -M100 too.
@@ -280,7 +290,7 @@ def judged_only(joined: Joined) -> Joined:
 
 def aggregate(request: Request, values: np.ndarray) -> float:
     """The ``all`` value of a request's per-query values, as trec_eval computes it."""
-    how = request.measure.aggregate
+    how = _measure(request).aggregate
     if how == "sum":
         return float(values.sum())
     if how == "geometric":

@@ -160,8 +160,10 @@ def join(
     run_query = _evaluated_codes(run, position)
 
     # Each qrels docno's code among the run's docnos (-1: never retrieved),
-    # then (query, docno) keys looked up in the sorted qrels keys.
-    in_run = pc.index_in(qrels.docnos, value_set=run.docnos)
+    # then (query, docno) keys looked up in the sorted qrels keys. (pyarrow.compute
+    # makes its functions at import, where pyright cannot see them.)
+    index_in = pc.index_in  # pyright: ignore[reportAttributeAccessIssue]
+    in_run = index_in(qrels.docnos, value_set=run.docnos)
     in_run = in_run.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     width = max(len(run.docnos), 1)
     qrels_docno = in_run[qrels.docno] if len(qrels) else np.zeros(0, np.int64)
@@ -180,7 +182,9 @@ def join(
     ranks = None
     if (docno_order or docno_rank) and len(run.docnos):
         ranks = np.empty(len(run.docnos), np.int64)
-        ranks[pc.sort_indices(run.docnos).to_numpy()] = np.arange(len(run.docnos))
+        # pyarrow.compute makes its functions at import, where pyright cannot see them.
+        by_docno = pc.sort_indices(run.docnos)  # pyright: ignore[reportAttributeAccessIssue]
+        ranks[by_docno.to_numpy()] = np.arange(len(run.docnos))
         ranks = ranks[run.docno]
     offsets, order = _group(run_query, len(evaluated), ranks if docno_order else None)
     items = {

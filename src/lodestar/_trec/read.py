@@ -224,13 +224,18 @@ def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
         chunks = table.column(column)
         if chunks.null_count:
             return None
-        if column in (names[0], names[2]) and pc.any(pc.equal(pc.binary_length(chunks), 0)).as_py():
-            return None  # an empty field: two delimiters in a row
+        if column in (names[0], names[2]):
+            # pyarrow.compute makes its functions at import, where pyright cannot see them.
+            lengths = pc.binary_length(chunks)  # pyright: ignore[reportAttributeAccessIssue]
+            if pc.any(pc.equal(lengths, 0)).as_py():  # pyright: ignore[reportAttributeAccessIssue]
+                return None  # an empty field: two delimiters in a row
     values = table.column(names[value_field]).to_numpy()
     if not qrels and not np.isfinite(values).all():
         return None  # the line-by-line reader words the refusal
-    query = pc.dictionary_encode(table.column(names[0]).combine_chunks())
-    docno = pc.dictionary_encode(table.column(names[2]).combine_chunks())
+    # pyarrow.compute makes its functions at import, where pyright cannot see them.
+    encode = pc.dictionary_encode  # pyright: ignore[reportAttributeAccessIssue]
+    query = encode(table.column(names[0]).combine_chunks())
+    docno = encode(table.column(names[2]).combine_chunks())
     runid = None
     if not qrels and len(table):
         runid = table.column(names[5])[-1].as_py()
