@@ -28,6 +28,7 @@ import numbers
 from collections.abc import Callable
 
 import jax
+import jax.core
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify

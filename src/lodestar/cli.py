@@ -28,12 +28,16 @@ import os
 import sys
 import time
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from lodestar import evaluation
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
+
+if TYPE_CHECKING:
+    import threading
 
 __all__ = ["main"]
 
@@ -438,17 +442,21 @@ def _write_table(
     query_ids = joined.query_ids
     if trec_order:
         requests = _names.in_trec_order(requests)
-    relstrings = {r.name: _relstrings(joined, r.k) for r in requests if r.family == "relstring"}
+    relstrings = {}
+    for r in requests:
+        if r.family == "relstring":
+            assert r.k is not None  # the names give every relstring its length
+            relstrings[r.name] = _relstrings(joined, r.k)
 
-    def line(request, qid: bytes, value, low=None, high=None) -> bytes:
+    def line(request, qid: bytes, value, bounds: tuple = ()) -> bytes:
         integer = request.measure.integer
         text = b"%-22s\t%s\t%s" % (
             request.name.encode(),
             qid,
             _format_value(value, integer).encode(),
         )
-        if low is not None:
-            low, high = sorted((low, high))
+        if bounds:
+            low, high = sorted(bounds)
             text += b"\t[%s, %s]" % (
                 _format_value(low, integer).encode(),
                 _format_value(high, integer).encode(),
@@ -468,7 +476,7 @@ def _write_table(
                 bounds = ()
                 if extremes is not None:
                     bounds = tuple(e[request.name][index] for e in extremes)
-                lines.append(line(request, qid, results[request.name][index], *bounds))
+                lines.append(line(request, qid, results[request.name][index], bounds))
     if any(r.family == "runid" for r in requests):
         runid = joined.runid if joined.runid is not None else b""
         lines.append(b"%-22s\tall\t%s\n" % (b"runid", runid))
@@ -481,7 +489,7 @@ def _write_table(
         bounds = ()
         if extremes is not None:
             bounds = tuple(_evaluate.aggregate(request, e[request.name]) for e in extremes)
-        lines.append(line(request, b"all", value, *bounds))
+        lines.append(line(request, b"all", value, bounds))
     write(b"".join(lines))
 
 
@@ -509,7 +517,7 @@ def _write_json(
         }
     if extremes is not None:
         low, high = extremes
-        ranges = {
+        ranges: dict[str, dict] = {
             "mean": {
                 r.name: sorted(
                     (_evaluate.aggregate(r, low[r.name]), _evaluate.aggregate(r, high[r.name]))
@@ -670,8 +678,8 @@ def _check_plotting() -> None:
 
 def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
     """Each run's name: its runid where every runid is distinct, else its path."""
-    runids = [r.runid for r in runs]
-    if None not in runids and len(set(runids)) == len(runids):
+    runids = [r.runid for r in runs if r.runid is not None]
+    if len(runids) == len(runs) and len(set(runids)) == len(runids):
         return [_read.show(r) for r in runids]
     return list(paths)
 
@@ -854,7 +862,7 @@ def _configure_jax() -> None:
 
     jax.config.update("jax_enable_x64", True)
     setting = os.environ.get("LODESTAR_COMPILATION_CACHE", "")
-    if setting == "0" or jax.config.jax_compilation_cache_dir:
+    if setting == "0" or jax.config.values["jax_compilation_cache_dir"]:
         return
     if setting:
         directory = setting
@@ -867,7 +875,7 @@ def _configure_jax() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-_loader = None  # the thread that loads JAX while the files are read (console only)
+_loader: threading.Thread | None = None  # loads JAX while the files are read (console only)
 
 
 class _WithoutPandas:
@@ -933,7 +941,8 @@ def console() -> None:
     # Ending the interpreter normally while XLA's threads or the host pool are
     # still running an interrupted evaluation crashes it (SIGSEGV), and so does
     # ending it while the loader thread is still importing JAX's C++ libraries.
-    if interrupted or _loader.is_alive():
+    # The loader is started unless the interrupt came first.
+    if interrupted or (_loader is not None and _loader.is_alive()):
         for stream in (sys.stdout, sys.stderr):
             try:
                 if stream is not None:

@@ -44,7 +44,7 @@ GRID_CHUNK = 16
 
 def _wide():
     """The integer type for products of two positions: int64 with x64, else int32."""
-    return jnp.int64 if jax.config.jax_enable_x64 else jnp.int32
+    return jnp.int64 if jax.config.read("jax_enable_x64") else jnp.int32
 
 
 def _best_fraction(num, den, keep, *, largest):
@@ -216,7 +216,7 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
     dtype, wide = lists.dtype, _wide()
     b = _Blocks(lists)
     total = lists.relevant_total(lists.relevant())
-    exact_type = jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+    exact_type = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
     cutoff = _lround(jnp.asarray(level, exact_type) * total.astype(exact_type))
     counted = jnp.maximum(jnp.minimum(cutoff, b.n + 1), 1).astype(wide)
     cut = jnp.minimum(jnp.asarray(k, wide), b.real)
