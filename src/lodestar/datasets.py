@@ -494,13 +494,15 @@ def load_svmlight(
         data = data[len(_UTF8_BOM) :]
     limit = float(np.finfo(dtype).max)
     max_id = _MAX_INFERRED_FEATURES if n_features is None else min(_MAX_FEATURE_ID, n_features)
-    rules = dict(n_features=n_features, limit=limit, itemsize=dtype.itemsize)
+    line_error = functools.partial(
+        _line_error, n_features=n_features, limit=limit, itemsize=dtype.itemsize
+    )
     lines = data.split(b"\n")
 
     def refuse(index: int, message: str | None = None):
         line = lines[index]
         if message is None:
-            message = _line_error(line.partition(b"#")[0], **rules)
+            message = line_error(line.partition(b"#")[0])
         if message is None:  # pragma: no cover - the fast path and _line_error disagree
             message = "malformed line"
         if b"\r" in line.rstrip(b"\r"):
@@ -541,7 +543,7 @@ def load_svmlight(
         ids = np.array(tokens[0::2], dtype=np.int64).reshape(-1)
     except OverflowError:  # an id of 19 digits or more: find and word it slowly
         for index in line_index:
-            if _line_error(lines[index].partition(b"#")[0], **rules) is not None:
+            if line_error(lines[index].partition(b"#")[0]) is not None:
                 refuse(int(index))
         raise  # pragma: no cover - _line_error refuses every id that overflows
     values = np.array(tokens[1::2], dtype=np.float64).reshape(-1)

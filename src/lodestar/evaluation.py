@@ -394,13 +394,14 @@ def compare(
         }
     if len(runs) < 2:
         raise ValueError(f"compare needs at least 2 runs; got {len(runs)}")
-    options = dict(
+    evaluate_run = functools.partial(
+        evaluate,
         complete=complete,
         ignore_ties=ignore_ties,
         trec_eval=trec_eval,
         relevance_level=relevance_level,
     )
-    evaluations = {name: evaluate(qrels, run, measures, **options) for name, run in runs.items()}
+    evaluations = {name: evaluate_run(qrels, run, measures) for name, run in runs.items()}
     common = set.intersection(*(set(e.query_ids) for e in evaluations.values()))
     queries = sorted(common, key=lambda q: q.encode("utf-8", "surrogateescape"))
     if len(queries) < 2:
