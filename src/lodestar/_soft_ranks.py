@@ -15,7 +15,7 @@ from jax import lax
 METHODS = ("sigmoid", "neuralsort", "softsort", "permutahedron")
 
 
-def masked_log_softmax(u, mask, axis, temperature=1):
+def masked_log_softmax(u, mask, axis, temperature: float | jax.Array = 1):
     """``log softmax(u / T)`` over the entries where ``mask`` holds; 0 elsewhere.
 
     ``u`` must be finite everywhere (masked entries included), so that no NaN

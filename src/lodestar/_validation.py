@@ -26,6 +26,7 @@ import functools
 import math
 import numbers
 from collections.abc import Callable
+from typing import Literal, overload
 
 import jax
 import jax.core
@@ -723,6 +724,16 @@ def check_int_or_none(value, *, name: str, caller: str, low: int):
             f"[{low}, inf) or None. Got {value!r} instead."
         )
     return int(value)
+
+
+@overload
+def check_float_tuple(
+    value, *, length: Literal[4], name: str, caller: str
+) -> tuple[float, float, float, float]: ...
+
+
+@overload
+def check_float_tuple(value, *, length: int, name: str, caller: str) -> tuple[float, ...]: ...
 
 
 def check_float_tuple(value, *, length: int, name: str, caller: str) -> tuple[float, ...]:

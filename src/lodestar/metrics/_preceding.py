@@ -68,7 +68,7 @@ class Layout(NamedTuple):
         shifted = jnp.concatenate([jnp.zeros_like(values[..., :1]), values[..., :-1]], axis=-1)
         return jnp.where(self.offset == 0, first, shifted)
 
-    def steps(self, where=True) -> jax.Array:
+    def steps(self, where: bool | jax.Array = True) -> jax.Array:
         """The largest ``cut`` among positions ``where``: a loop's trip count."""
         return jnp.max(jnp.where(where, self.cut, 0), initial=0)
 
@@ -118,7 +118,7 @@ def hypergeometric_next(p, drawn, population, successes, lay: Layout, first=0.0,
     return jnp.where(remaining > 0, moved, p)
 
 
-def predecessor_weights(lay: Layout, successes, *, where=True) -> jax.Array:
+def predecessor_weights(lay: Layout, successes, *, where: bool | jax.Array = True) -> jax.Array:
     """``P(u < cut, v)``: the joint law of an item's offset and its predecessors of a kind.
 
     For an item of a block of ``m`` whose ``m - 1`` mates hold ``q =
