@@ -194,7 +194,13 @@ def _check_seed(seed, *, caller: str):
 
 def _check_unit_interval(value, *, name: str, caller: str) -> float:
     """Return ``value`` as a float in the open interval (0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value < 1.0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        # numbers.Real's stub orders it with < and <= only; NaN fails the first test.
+        or not value < 1.0
+        or value <= 0.0
+    ):
         raise InvalidParameterError(
             f"The '{name}' parameter of {caller} must be a float in the range "
             f"(0.0, 1.0). Got {value!r} instead."
@@ -344,7 +350,7 @@ _TINY = 1e-300
 _MAX_ITERATIONS = 20_000
 
 
-def _beta_continued_fraction(a: float, b: float, x):
+def _beta_continued_fraction(a: float | jax.Array, b: float, x):
     """The continued fraction of ``I_x(a, b)`` (modified Lentz), elementwise.
 
     ``I_x(a, b) = x^a (1 - x)^b / (a B(a, b)) * cf``; it converges quickly
@@ -380,7 +386,7 @@ def _beta_continued_fraction(a: float, b: float, x):
     return lax.while_loop(cond, body, (jnp.float64(1.0), c, d, d, done))[3]
 
 
-def _hypergeometric_series(a: float, y):
+def _hypergeometric_series(a: float | jax.Array, y):
     """``sum_k (a + 1/2)_k / (3/2)_k y^k``, elementwise: ``I_y(1/2, a)`` over its prefactor."""
 
     def body(state):
@@ -408,7 +414,8 @@ def _series_coefficients(terms: int) -> tuple[float, ...]:
     alpha = Fraction(-1, 2)
     h = [Fraction(1)]
     for n in range(1, terms):
-        h.append(sum(((alpha + 1) * k - n) * g[k] * h[n - k] for k in range(1, n + 1)) / n)
+        terms_n = (((alpha + 1) * k - n) * g[k] * h[n - k] for k in range(1, n + 1))
+        h.append(sum(terms_n, Fraction(0)) / n)
     return tuple(float(c) for c in h)
 
 
@@ -813,9 +820,9 @@ def randomization_test(a, b, *, permutations: int = 100_000, seed=0) -> Randomiz
     float_dtype, int_dtype = _output_dtypes()
     with jax.enable_x64(True):
         a, b = _check_pair(a, b, caller=caller)
-        result = _randomization(a, b, seed, permutations)
-        arrays = [_cast(x, float_dtype, int_dtype) for x in result[:4]]
-    return RandomizationResult(*arrays, *result[4:])
+        *arrays, flips, exact = _randomization(a, b, seed, permutations)
+        statistic, p_value, mean, count = (_cast(x, float_dtype, int_dtype) for x in arrays)
+    return RandomizationResult(statistic, p_value, mean, count, flips, exact)
 
 
 def _randomization(a, b, seed, permutations):
@@ -906,9 +913,11 @@ def bootstrap_test(
     float_dtype, int_dtype = _output_dtypes()
     with jax.enable_x64(True):
         a, b = _check_pair(a, b, caller=caller)
-        result = _bootstrap(a, b, seed, samples, confidence)
-        arrays = [_cast(x, float_dtype, int_dtype) for x in result]
-    return BootstrapResult(*arrays, samples, confidence)
+        arrays = _bootstrap(a, b, seed, samples, confidence)
+        statistic, p_value, mean, low, high, count = (
+            _cast(x, float_dtype, int_dtype) for x in arrays
+        )
+    return BootstrapResult(statistic, p_value, mean, low, high, count, samples, confidence)
 
 
 def _bootstrap(a, b, seed, samples, confidence):
@@ -1475,6 +1484,8 @@ def _check_scores(scores) -> tuple[list[str], list[str], np.ndarray]:
                 raise ValueError(f"{where} contain infinity.")
             row.append(array)
         values.append(row)
+    # Every run (there are at least 2) has a measure, so both are set.
+    assert measures is not None and first is not None
     queries = first[2]
     if queries < 2:
         raise ValueError(f"{caller} needs at least 2 queries; got {queries}.")
@@ -1576,7 +1587,8 @@ def compare_scores(
     runs, measures, values = _check_scores(scores)
     k, n = len(runs), values.shape[-1]
     first, second = np.triu_indices(k, 1)
-    settings = {"permutations": None, "exact": None, "samples": None, "seed": None}
+    # The report records the settings of the test that ran, None for the others'.
+    flips = exact = samples_drawn = seed_used = None
     with jax.enable_x64(True):
         a = jnp.asarray(values[first])  # (pairs, measures, queries)
         b = jnp.asarray(values[second])
@@ -1585,10 +1597,10 @@ def compare_scores(
             p = t_p
         elif test == "randomization":
             _, p, _, _, flips, exact = _randomization(a, b, seed, permutations)
-            settings.update(permutations=flips, exact=exact, seed=None if exact else seed)
+            seed_used = None if exact else seed
         else:
             p = _bootstrap(a, b, seed, samples, 0.95)[1]
-            settings.update(samples=samples, seed=seed)
+            samples_drawn, seed_used = samples, seed
         if correction == "holm":
             adjusted = holm(p.T).T
         elif correction == "bonferroni":
@@ -1612,7 +1624,10 @@ def compare_scores(
         test=test,
         correction=correction,
         alpha=alpha,
-        **settings,
+        permutations=flips,
+        exact=exact,
+        samples=samples_drawn,
+        seed=seed_used,
         means=_readonly(values.mean(axis=-1)),
         mean_differences=square(mean, -1, 0.0),
         effect_sizes=square(effect, -1, 0.0),
