@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import oracles
 import pytest
+import strategies
 import tiers
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,52 +57,50 @@ def cut(key, k):
     return {"k": k} if measure(key).cutoff else {}
 
 
-# Few distinct values, so most lists hold several tie blocks.
-tied_scores = st.sampled_from([0.0, 0.5, 0.5, 1.0, 1.0, -2.0])
-
-
-@st.composite
-def tied_lists(draw, max_n=7):
-    n = draw(st.integers(1, max_n))
-    scores = draw(st.lists(tied_scores, min_size=n, max_size=n))
-    labels = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    return np.array(scores), np.array(labels, dtype=np.float64)
+def per_row(reference, scores, labels, **options):
+    """``reference`` (``oracles.tie_average`` or ``ignoring_ties``) on each row's list."""
+    return [reference(s, y, **options) for s, y in zip(scores, labels, strict=True)]
 
 
 # --- exactness: every order of the ties -------------------------------------------------
 
 
 @pytest.mark.parametrize("key", tiers.measure_params())
-@given(case=tied_lists())
-def test_tie_average_is_the_mean_over_every_order(key, case):
-    scores, labels = case
-    for k in cutoffs(key, len(scores)):
-        expected = oracles.tie_average(oracle(key), scores, labels, **cut(key, k))
-        np.testing.assert_allclose(metric(key)(scores, labels, **cut(key, k)), expected, **TOL)
+@given(batch=strategies.tied_batches())
+def test_tie_average_is_the_mean_over_every_order(key, batch):
+    scores, labels = batch
+    for k in cutoffs(key, scores.shape[-1]):
+        average = functools.partial(oracles.tie_average, oracle(key), **cut(key, k))
+        got = metric(key)(scores, labels, **cut(key, k))
+        np.testing.assert_allclose(got, per_row(average, scores, labels), **TOL)
 
 
 @pytest.mark.parametrize("key", tiers.measure_params())
-@given(case=tied_lists())
-def test_ignore_ties_ranks_ties_by_descending_index(key, case):
-    scores, labels = case
-    for k in cutoffs(key, len(scores)):
-        expected = oracles.ignoring_ties(oracle(key), scores, labels, **cut(key, k))
+@given(batch=strategies.tied_batches())
+def test_ignore_ties_ranks_ties_by_descending_index(key, batch):
+    scores, labels = batch
+    for k in cutoffs(key, scores.shape[-1]):
+        ordered = functools.partial(oracles.ignoring_ties, oracle(key), **cut(key, k))
         got = metric(key)(scores, labels, ignore_ties=True, **cut(key, k))
-        np.testing.assert_allclose(got, expected, **TOL)
+        np.testing.assert_allclose(got, per_row(ordered, scores, labels), **TOL)
 
 
 @pytest.mark.parametrize(
     "key", tiers.measure_params(k for k in KEYS if "num_relevant" in measure(k).context)
 )
-@given(case=tied_lists(), extra=st.integers(0, 3))
-def test_num_relevant_counts_relevant_items_outside_the_list(key, case, extra):
-    scores, labels = case
-    total = np.count_nonzero(labels) + extra
-    for k in cutoffs(key, len(scores)):
-        expected = oracles.tie_average(
-            oracle(key), scores, labels, num_relevant=total, **cut(key, k)
-        )
-        got = metric(key)(scores, labels, num_relevant=np.float64(total), **cut(key, k))
+@given(
+    batch=strategies.tied_batches(),
+    extra=st.lists(st.integers(0, 3), min_size=strategies.BATCH, max_size=strategies.BATCH),
+)
+def test_num_relevant_counts_relevant_items_outside_the_list(key, batch, extra):
+    scores, labels = batch
+    totals = np.count_nonzero(labels, axis=-1) + np.array(extra)
+    for k in cutoffs(key, scores.shape[-1]):
+        expected = [
+            oracles.tie_average(oracle(key), s, y, num_relevant=total, **cut(key, k))
+            for s, y, total in zip(scores, labels, totals, strict=True)
+        ]
+        got = metric(key)(scores, labels, num_relevant=totals.astype(np.float64), **cut(key, k))
         np.testing.assert_allclose(got, expected, **TOL)
 
 
@@ -132,25 +131,15 @@ def test_long_lists_take_other_engine_paths_to_the_same_value(key):
 
 
 @pytest.mark.parametrize("key", tiers.measure_params())
-@given(case=tied_lists(max_n=6), data=st.data())
-def test_padding_anywhere_changes_nothing(key, case, data):
-    scores, labels = case
-    n_pad = data.draw(st.integers(1, 4))
-    slots = data.draw(st.permutations(range(len(scores) + n_pad)))
-    real = sorted(slots[: len(scores)])
-    padded_scores = np.array(
-        data.draw(st.lists(tied_scores, min_size=len(slots), max_size=len(slots)))
-    )
-    padded_labels = np.full(len(slots), 9.0)  # relevant and above any maximum: must not leak
-    where = np.zeros(len(slots), bool)
-    padded_scores[real], padded_labels[real], where[real] = scores, labels, True
-    padded_scores[~where] = np.where(np.arange(n_pad) % 2, np.nan, padded_scores[~where])
-    padded_labels[np.flatnonzero(~where)[0]] = -1.0  # negative padding is never refused
+@given(batch=strategies.padded_batches())
+def test_padding_anywhere_changes_nothing(key, batch):
+    # Against the oracle on the real items alone: padding with scores, NaN
+    # and labels of its own (9, -1) changes nothing.
+    scores, labels, where, real = batch
     for k in (None, 1, 3, 9) if measure(key).cutoff else (None,):
-        for ignore_ties in (False, True):
-            options = dict(ignore_ties=ignore_ties, **cut(key, k))
-            expected = metric(key)(scores, labels, **options)
-            got = metric(key)(padded_scores, padded_labels, where=where, **options)
+        for ignore_ties, reference in ((False, oracles.tie_average), (True, oracles.ignoring_ties)):
+            expected = [reference(oracle(key), s, y, **cut(key, k)) for s, y in real]
+            got = metric(key)(scores, labels, where=where, ignore_ties=ignore_ties, **cut(key, k))
             np.testing.assert_allclose(got, expected, **TOL)
 
 

@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 import oracles
 import pytest
-from hypothesis import given, settings
+import strategies
+from hypothesis import given
 from hypothesis import strategies as st
 
 from lodestar import metrics
@@ -358,29 +359,34 @@ def test_label_above_max_label_is_nan_under_jit():
 
 # --- options and context over every tie order --------------------------------------------
 
-tied_scores = st.sampled_from([0.0, 0.5, 0.5, 1.0, 1.0, -2.0])
+
+def check_every_order(function, oracle, scores, labels, per_list=None, **options):
+    """``function`` on a ``(batch, n)`` batch against ``oracle`` on each list, every cut-off.
+
+    ``per_list`` holds options with one value (or row) per list, such as
+    ``num_relevant`` or ``judged``; ``options`` the ones shared by every list.
+    """
+    per_list = per_list or {}
+
+    def row_options(row):
+        return {name: value[row] for name, value in per_list.items()}
+
+    arrays = {
+        name: value.astype(np.float64) if value.dtype.kind == "i" else value
+        for name, value in per_list.items()
+    }
+    for k in [None, *range(1, scores.shape[-1] + 2)]:
+        for ignore_ties, reference in ((False, oracles.tie_average), (True, oracles.ignoring_ties)):
+            expected = [
+                reference(oracle, scores[row], labels[row], k=k, **options, **row_options(row))
+                for row in range(len(scores))
+            ]
+            got = function(scores, labels, k=k, ignore_ties=ignore_ties, **options, **arrays)
+            np.testing.assert_allclose(got, expected, **TOL)
 
 
-@st.composite
-def tied_lists(draw, max_n=7):
-    n = draw(st.integers(1, max_n))
-    scores = np.array(draw(st.lists(tied_scores, min_size=n, max_size=n)))
-    labels = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.float64)
-    judged = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    return scores, labels, judged
-
-
-def cutoffs(n):
-    return [None, *range(1, n + 2)]
-
-
-def check_every_order(function, oracle, scores, labels, **options):
-    for k in cutoffs(len(scores)):
-        expected = oracles.tie_average(oracle, scores, labels, k=k, **options)
-        np.testing.assert_allclose(function(scores, labels, k=k, **options), expected, **TOL)
-        expected = oracles.ignoring_ties(oracle, scores, labels, k=k, **options)
-        got = function(scores, labels, k=k, ignore_ties=True, **options)
-        np.testing.assert_allclose(got, expected, **TOL)
+def relevant_totals(labels, extra):
+    return np.count_nonzero(labels, axis=-1) + extra
 
 
 JUDGED_MEASURES = {
@@ -393,71 +399,74 @@ JUDGED_MEASURES = {
 
 
 @pytest.mark.parametrize("name", JUDGED_MEASURES)
-@settings(max_examples=25)
-@given(case=tied_lists())
-def test_judged_context_over_every_order(name, case):
-    scores, labels, judged = case
-    check_every_order(getattr(metrics, name), JUDGED_MEASURES[name], scores, labels, judged=judged)
+@given(batch=strategies.tied_batches(judged=True))
+def test_judged_context_over_every_order(name, batch):
+    scores, labels, judged = batch
+    check_every_order(
+        getattr(metrics, name), JUDGED_MEASURES[name], scores, labels, {"judged": judged}
+    )
 
 
-@settings(max_examples=25)
-@given(case=tied_lists(), multiple=st.sampled_from([0.2, 0.3, 0.7, 1.0, 1.4, 2.0, 3.1]))
-def test_multiples_of_r_over_every_order(case, multiple):
-    scores, labels, _ = case
+@given(
+    batch=strategies.tied_batches(),
+    multiple=st.sampled_from([0.2, 0.3, 0.7, 1.0, 1.4, 2.0, 3.1]),
+)
+def test_multiples_of_r_over_every_order(batch, multiple):
+    scores, labels = batch
     check_every_order(
         metrics.r_precision, oracles.rprec_mult_of_order, scores, labels, multiple=multiple
     )
 
 
-@settings(max_examples=25)
-@given(case=tied_lists(), extra=st.integers(0, 3))
-def test_r_precision_is_trec_evals_rprec(case, extra):
+@given(batch=strategies.tied_batches(), extra=strategies.extra_relevant())
+def test_r_precision_is_trec_evals_rprec(batch, extra):
     # m_Rprec.c's own loop (the first min(num_ret, R) positions over R).
-    scores, labels, _ = case
-    total = np.count_nonzero(labels) + extra
+    scores, labels = batch
+    total = relevant_totals(labels, extra)
     check_every_order(
-        metrics.r_precision, oracles.rprec_of_order, scores, labels, num_relevant=total
+        metrics.r_precision, oracles.rprec_of_order, scores, labels, {"num_relevant": total}
     )
 
 
-@settings(max_examples=25)
-@given(case=tied_lists(), beta=st.sampled_from([0.0, 0.25, 1.0, 4.0]), extra=st.integers(0, 2))
-def test_set_f_beta_over_every_order(case, beta, extra):
-    scores, labels, _ = case
-    total = np.count_nonzero(labels) + extra
-    check_every_order(
-        metrics.set_f, oracles.set_f_of_order, scores, labels, beta=beta, num_relevant=total
-    )
-
-
-@settings(max_examples=25)
 @given(
-    case=tied_lists(),
-    coefficients=st.tuples(*[st.sampled_from([-2.0, -0.5, 0.0, 1.0, 3.0])] * 4),
-    extra=st.integers(0, 2),
+    batch=strategies.tied_batches(),
+    beta=st.sampled_from([0.0, 0.25, 1.0, 4.0]),
+    extra=strategies.extra_relevant(most=2),
 )
-def test_utility_coefficients_over_every_order(case, coefficients, extra):
-    scores, labels, _ = case
-    total = np.count_nonzero(labels) + extra
+def test_set_f_beta_over_every_order(batch, beta, extra):
+    scores, labels = batch
+    total = relevant_totals(labels, extra)
+    check_every_order(
+        metrics.set_f, oracles.set_f_of_order, scores, labels, {"num_relevant": total}, beta=beta
+    )
+
+
+@given(
+    batch=strategies.tied_batches(),
+    coefficients=st.tuples(*[st.sampled_from([-2.0, -0.5, 0.0, 1.0, 3.0])] * 4),
+    extra=strategies.extra_relevant(most=2),
+)
+def test_utility_coefficients_over_every_order(batch, coefficients, extra):
+    scores, labels = batch
+    total = relevant_totals(labels, extra)
     check_every_order(
         metrics.utility,
         oracles.utility_of_order,
         scores,
         labels,
+        {"num_relevant": total},
         coefficients=coefficients,
         num_documents=20,
-        num_relevant=total,
     )
 
 
-@settings(max_examples=25)
 @given(
-    case=tied_lists(),
+    batch=strategies.tied_batches(judged=True),
     p=st.sampled_from([0.1, 0.5, 0.9, 0.99]),
     max_label=st.sampled_from([None, 0.5, 3.0, 5.0]),
 )
-def test_rbp_options_over_every_order(case, p, max_label):
-    scores, labels, judged = case
+def test_rbp_options_over_every_order(batch, p, max_label):
+    scores, labels, judged = batch
     if max_label == 0.5:
         labels = labels / 6  # every label within 0.5
     check_every_order(
@@ -473,23 +482,22 @@ def test_rbp_options_over_every_order(case, p, max_label):
         oracles.rbp_resid_of_order,
         scores,
         labels,
+        {"judged": judged},
         p=p,
-        judged=judged,
     )
 
 
-@settings(max_examples=25)
-@given(case=tied_lists(), extra=st.integers(0, 3))
-def test_set_map_variance_over_every_order(case, extra):
+@given(batch=strategies.tied_batches(), extra=strategies.extra_relevant())
+def test_set_map_variance_over_every_order(batch, extra):
     # The one quadratic measure: its tie average needs the hypergeometric variance.
-    scores, labels, _ = case
-    total = np.count_nonzero(labels) + extra
+    scores, labels = batch
+    total = relevant_totals(labels, extra)
     check_every_order(
         metrics.set_average_precision,
         oracles.set_map_of_order,
         scores,
         labels,
-        num_relevant=total,
+        {"num_relevant": total},
     )
 
 
