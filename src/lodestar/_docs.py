@@ -1,11 +1,19 @@
 """Docstring text that many public functions share, written once.
 
-A public docstring names a shared entry with a marker line such as
-``{{where}}`` in its ``Args:`` section, and :func:`shared` replaces the marker
-with the entry's text at the marker's indentation, continuation lines indented
-two more spaces as Google style wants. What stays in each docstring is what
-is particular to the function: its definition, refusals, example, remarks and
-references.
+A public docstring names a shared text with a marker line such as
+``{{where}}``, and :func:`shared` replaces the marker with the text at the
+marker's indentation. There are two kinds of shared text:
+
+* :data:`ARGS` holds entries of an ``Args:`` section. A line that starts a
+  new argument (``name: text``) sits at the marker's indentation; its
+  continuation lines are indented two more spaces, as Google style wants.
+* :data:`BLOCKS` holds lines for any section (a ``Returns:`` paragraph, the
+  entries of a ``Raises:`` section). They are written with their own
+  relative indentation, which is kept: each line is put at the marker's
+  indentation plus its own.
+
+What stays in each docstring is what is particular to the function: its
+definition, refusals, example, remarks and references.
 """
 
 from __future__ import annotations
@@ -14,21 +22,28 @@ import re
 from collections.abc import Callable
 from typing import TypeVar
 
+# The room packed lists need, shared by every function that takes ``segments``.
+_SEGMENT_LIMITS = (
+    "max_segments: Lists per row (ids ``0 .. max_segments - 1``); required\n"
+    "when ``segments`` is traced, else 1 + the largest id.\n"
+    "max_segment_size: Room for the longest list; by default the longest\n"
+    "list rounded up to a power of two, or ``n`` when ``segments`` is traced."
+)
+
+_WHERE = "where: ``(..., n)`` boolean mask; False marks padding."
+
 ARGS = {
     "scores": "scores: ``(..., n)`` scores the ranking is made from; higher ranks first.",
     "ignore_ties": (
         "ignore_ties: Rank tied scores by descending index instead of averaging\nover their orders."
     ),
-    "where": "where: ``(..., n)`` boolean mask; False marks padding.",
+    "where": _WHERE,
     "packed": (
         "segments: ``(..., n)`` integer ids of the lists packed into each row;\n"
         "the result is then ``(..., max_segments)``, one value per list. See\n"
-        "*Packed lists* in the module docstring.\n"
-        "max_segments: Lists per row (ids ``0 .. max_segments - 1``); required\n"
-        "when ``segments`` is traced, else 1 + the largest id.\n"
-        "max_segment_size: Room for the longest list; by default the longest\n"
-        "list rounded up to a power of two, or ``n`` when ``segments`` is traced."
+        "*Packed lists* in the module docstring.\n" + _SEGMENT_LIMITS
     ),
+    "segment_limits": _SEGMENT_LIMITS,
     "num_relevant": (
         "num_relevant: ``(...)`` the number of relevant items of each list,\n"
         "retrieved or not (trec_eval's ``num_rel``), or None to count the\n"
@@ -62,7 +77,47 @@ ARGS = {
         "ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks\n"
         "padding."
     ),
+    # The smooth metrics and the softened losses.
+    "temperature": "temperature: :math:`T` in (0, inf), in the units of the scores.",
+    # The losses: how a batch of lists is masked, weighted, reduced and packed.
+    "loss_batch": (
+        _WHERE + "\n"
+        "weights: ``(...)`` per-list weights (see the module docstring).\n"
+        'reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or\n'
+        '``"none"``.\n'
+        "segments: ``(..., n)`` integer ids of the lists packed into each row;\n"
+        "each list is then one list of the reduction (see *Packed lists* in the\n"
+        "module docstring).\n" + _SEGMENT_LIMITS
+    ),
 }
+
+# The losses' value under jit and their refusals of bad shapes and values.
+_LOSS_NAN_UNDER_JIT = (
+    "Under ``jit``, a list holding a value refused on concrete inputs\n"
+    "gives NaN (see *Bad values under jit* in the module docstring)."
+)
+
+BLOCKS = {
+    "loss_nan_under_jit": _LOSS_NAN_UNDER_JIT,
+    "loss_returns": (
+        'A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for\n'
+        '``"none"``.\n' + _LOSS_NAN_UNDER_JIT
+    ),
+    "loss_value_error": (
+        "ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or\n"
+        "  ``weights``; on concrete inputs, NaN or infinity in a real item, or a\n"
+        "  negative or non-finite weight."
+    ),
+    "loss_value_error_gain": (
+        "ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or\n"
+        "  ``weights``; on concrete inputs, NaN or infinity in a real item, a\n"
+        "  negative label, a negative or non-finite weight, or, with\n"
+        '  ``gain="exp2"``, labels whose gains overflow the dtype (a label of\n'
+        "  128 or more in float32, 1024 in float64)."
+    ),
+}
+
+assert not ARGS.keys() & BLOCKS.keys(), "a marker must name one shared text"
 
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>\w+)\}\}[ \t]*$", re.MULTILINE)
 
@@ -71,9 +126,11 @@ F = TypeVar("F", bound=Callable)
 
 def _render(match: re.Match) -> str:
     indent = match["indent"]
-    entries = ARGS[match["name"]].split("\n")
+    name = match["name"]
+    if name in BLOCKS:
+        return "\n".join(indent + line if line else line for line in BLOCKS[name].split("\n"))
     lines = []
-    for line in entries:
+    for line in ARGS[name].split("\n"):
         # A line that starts a new argument ("name: text") sits at the marker's
         # indentation; its continuation lines are indented two more spaces.
         starts_argument = re.match(r"^\w+: ", line) is not None
@@ -87,7 +144,7 @@ def expand(docstring: str) -> str:
 
 
 def shared(function: F) -> F:
-    """Decorator: expand the shared-argument markers of ``function``'s docstring."""
+    """Decorator: expand the shared-text markers of ``function``'s docstring."""
     if function.__doc__:
         function.__doc__ = expand(function.__doc__)
     return function

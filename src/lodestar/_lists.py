@@ -92,6 +92,44 @@ def valid(scores: jax.Array, where: jax.Array | None) -> jax.Array:
     return jnp.ones(scores.shape, bool) if where is None else where
 
 
+def floating(scores: jax.Array, labels: jax.Array, valid: jax.Array):
+    """``(scores, labels, dtype)``: both in the compute dtype, zero on padding."""
+    dtype = compute_dtype(scores, labels)
+    s = jnp.where(valid, scores.astype(dtype), 0)
+    y = jnp.where(valid, labels.astype(dtype), 0)
+    return s, y, dtype
+
+
+def check_temperature(temperature: float, lists: _segments.Lists, *, caller: str) -> None:
+    """Refuse a temperature below the smallest normal number of the lists' compute dtype."""
+    _validation.check_temperature(
+        temperature, compute_dtype(lists.scores, lists.labels), caller=caller
+    )
+
+
+def nan_rule(value, scores, labels, where, s, *, nonnegative_labels: bool = False, gain=None):
+    """``value``, NaN with a NaN gradient for each list holding a value the checks refuse.
+
+    The rule of the differentiated functions, :mod:`lodestar.smooth` and
+    :mod:`lodestar.losses`. Concrete inputs were refused before the kernel, so
+    this acts on traced ones only (decision 0003): a non-finite score or label,
+    a negative label where refused, or exp2 gains that overflow. Unlike the
+    exact metrics, an infinite score gives NaN too: a soft rank or a loss is a
+    function of the score values, not only of their order. ``value`` holds one
+    value per list or one per item; ``s`` the floating scores it was computed
+    from.
+    """
+    bad = _validation.invalid_lists(
+        scores,
+        labels,
+        where,
+        nonnegative_labels=nonnegative_labels,
+        finite_scores=True,
+        overflow=gain_overflows(gain, scores, labels, where),
+    )
+    return _validation.nan_with_nan_gradient(value, bad, s, valid(scores, where))
+
+
 def check_weights(weights, batch_shape, *, caller: str):
     """``weights`` as an array of shape ``batch_shape`` (one per list), or None.
 

@@ -83,7 +83,6 @@ default of :mod:`lodestar.metrics`.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from collections.abc import Callable
@@ -93,7 +92,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _gains, _lists, _ranking, _soft_ranks, _validation, smooth
+from lodestar import _docs, _gains, _lists, _ranking, _soft_ranks, _validation, smooth
 
 __all__ = [
     "approx_ndcg_loss",
@@ -163,8 +162,7 @@ def _prepare(
         **packing,
     )
     if temperature is not None:
-        dtype = _lists.compute_dtype(lists.scores, lists.labels)
-        _validation.check_temperature(temperature, dtype, caller=caller)
+        _lists.check_temperature(temperature, lists, caller=caller)
     weights = _lists.check_weights(weights, lists.scores.shape[:-1], caller=caller)
     return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
 
@@ -172,38 +170,6 @@ def _prepare(
 # --------------------------------------------------------------------------
 # Shared pieces
 # --------------------------------------------------------------------------
-
-
-def _valid(scores, where):
-    return jnp.ones(scores.shape, bool) if where is None else where
-
-
-def _floating(scores, labels, valid):
-    """Scores and labels in the computing dtype, zero on padding."""
-    dtype = _lists.compute_dtype(scores, labels)
-    s = jnp.where(valid, scores.astype(dtype), 0)
-    y = jnp.where(valid, labels.astype(dtype), 0)
-    return s, y, dtype
-
-
-def _nan_rule(value, scores, labels, where, s, *, nonnegative_labels, gain=None):
-    """The per-list losses, NaN (with a NaN gradient) for lists the checks refuse.
-
-    Concrete inputs were refused before the kernel, so this acts on traced
-    ones only (decision 0003): a non-finite score or label, a negative label
-    where refused, or exp2 gains that overflow. ``s`` holds the floating
-    scores the loss was computed from.
-    """
-    dtype = _lists.compute_dtype(scores, labels)
-    bad = _validation.invalid_lists(
-        scores,
-        labels,
-        where,
-        nonnegative_labels=nonnegative_labels,
-        finite_scores=True,
-        overflow=_validation.gain_overflows(gain, labels, where, dtype),
-    )
-    return _validation.nan_with_nan_gradient(value, bad, s, _valid(scores, where))
 
 
 def _reduce(values, valid, weights, reduction):
@@ -246,31 +212,57 @@ def _empty(scores, dtype):
     return jnp.zeros(scores.shape[:-1], dtype)
 
 
+def _loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = ()):
+    """Make a loss kernel of ``per_list(s, y, valid, *options, **static)``.
+
+    ``per_list`` gets the floating scores ``s`` and labels ``y`` (0 on
+    padding), the mask ``valid`` of real items, the traced ``options`` and the
+    ``static`` options named in ``static_argnames``, and returns the per-list
+    losses. The kernel, jitted, takes validated ``(scores, labels, where,
+    weights, *options, reduction, **static)``; it gives lists of no item
+    position a loss of 0, applies the NaN rule of traced inputs to the others
+    (with the ``gain`` option, if any) and reduces.
+    """
+
+    def make(per_list):
+        def kernel(scores, labels, where, weights, *options, reduction, **static):
+            valid = _lists.valid(scores, where)
+            s, y, dtype = _lists.floating(scores, labels, valid)
+            if scores.shape[-1] == 0:
+                return _reduce(_empty(scores, dtype), valid, weights, reduction)
+            value = per_list(s, y, valid, *options, **static)
+            value = _lists.nan_rule(
+                value,
+                scores,
+                labels,
+                where,
+                s,
+                nonnegative_labels=nonnegative_labels,
+                gain=static.get("gain"),
+            )
+            return _reduce(value, valid, weights, reduction)
+
+        kernel.__name__ = kernel.__qualname__ = per_list.__name__
+        return jax.jit(kernel, static_argnames=("reduction", *static_argnames))
+
+    return make
+
+
 # --------------------------------------------------------------------------
 # Kernels (inputs already validated)
 # --------------------------------------------------------------------------
 
 
-@functools.partial(jax.jit, static_argnames=("reduction",))
-def _softmax_kernel(scores, labels, where, weights, *, reduction):
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
-    if scores.shape[-1] == 0:
-        return _reduce(_empty(scores, dtype), valid, weights, reduction)
+@_loss_kernel(nonnegative_labels=True)
+def _softmax_kernel(s, y, valid):
     log_softmax = s - _masked_logsumexp(s, valid, -1)
     total = jnp.sum(y, axis=-1, keepdims=True)
     p = y / jnp.where(total > 0, total, 1)
-    value = -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
-    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True)
-    return _reduce(value, valid, weights, reduction)
+    return -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("reduction",))
-def _listmle_kernel(scores, labels, where, weights, key, *, reduction):
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
-    if scores.shape[-1] == 0:
-        return _reduce(_empty(scores, dtype), valid, weights, reduction)
+@_loss_kernel(nonnegative_labels=False)
+def _listmle_kernel(s, y, valid, key):
     axis = s.ndim - 1
     index = lax.broadcasted_iota(jnp.int32, s.shape, axis)
     # Real items first, then descending labels; lax.sort is stable, so tied
@@ -283,22 +275,14 @@ def _listmle_kernel(scores, labels, where, weights, key, *, reduction):
     valid_sorted = jnp.take_along_axis(valid, order, axis=-1)
     # Padding sits last, so -inf there leaves every real suffix sum unchanged.
     lse = lax.cumlogsumexp(jnp.where(valid_sorted, s_sorted, -jnp.inf), axis=axis, reverse=True)
-    value = jnp.sum(jnp.where(valid_sorted, lse - s_sorted, 0), axis=-1)
-    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=False)
-    return _reduce(value, valid, weights, reduction)
+    return jnp.sum(jnp.where(valid_sorted, lse - s_sorted, 0), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("reduction",))
-def _pairwise_logistic_kernel(scores, labels, where, weights, temperature, *, reduction):
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
-    if scores.shape[-1] == 0:
-        return _reduce(_empty(scores, dtype), valid, weights, reduction)
+@_loss_kernel(nonnegative_labels=False)
+def _pairwise_logistic_kernel(s, y, valid, temperature):
     pair = _real_pairs(valid) & (_pairs(y) > 0)
-    pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, dtype))
-    value = jnp.sum(jnp.where(pair, pair_loss, 0), axis=(-2, -1))
-    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=False)
-    return _reduce(value, valid, weights, reduction)
+    pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, s.dtype))
+    return jnp.sum(jnp.where(pair, pair_loss, 0), axis=(-2, -1))
 
 
 def _item_discounts(s, valid, k):
@@ -311,13 +295,9 @@ def _item_discounts(s, valid, k):
     return (position + 1).astype(s.dtype), discount
 
 
-@functools.partial(jax.jit, static_argnames=("reduction", "k", "gain"))
-def _lambda_kernel(scores, labels, where, weights, temperature, mu, *, reduction, k, gain):
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
-    n = scores.shape[-1]
-    if n == 0:
-        return _reduce(_empty(scores, dtype), valid, weights, reduction)
+@_loss_kernel(nonnegative_labels=True, static_argnames=("k", "gain"))
+def _lambda_kernel(s, y, valid, temperature, mu, *, k, gain):
+    n = s.shape[-1]
     cutoff = n if k is None else min(k, n)
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
     ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
@@ -336,10 +316,8 @@ def _lambda_kernel(scores, labels, where, weights, temperature, mu, *, reduction
         delta = jnp.where(jnp.minimum(rank[..., :, None], rank[..., None, :]) <= k, delta, 0)
     lambdas = lax.stop_gradient((rho + mu * delta) * jnp.abs(_pairs(normalised)))
     pair = _real_pairs(valid) & (_pairs(y) > 0)
-    pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, dtype)) / _LN2
-    value = jnp.sum(jnp.where(pair, lambdas * pair_loss, 0), axis=(-2, -1))
-    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
-    return _reduce(value, valid, weights, reduction)
+    pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, s.dtype)) / _LN2
+    return jnp.sum(jnp.where(pair, lambdas * pair_loss, 0), axis=(-2, -1))
 
 
 _reduce_jit = jax.jit(_reduce, static_argnames=("reduction",))
@@ -350,7 +328,7 @@ def _approx_ndcg(scores, labels, where, weights, temperature, *, reduction, k, g
     value = -smooth.ndcg(
         scores, labels, temperature=temperature, method="sigmoid", k=k, gain=gain, where=where
     )
-    return _reduce_jit(value, _valid(scores, where), weights, reduction=reduction)
+    return _reduce_jit(value, _lists.valid(scores, where), weights, reduction=reduction)
 
 
 def _neuralsort_log_permutation(s, valid, temperature, iterations):
@@ -381,27 +359,21 @@ def _neuralsort_log_permutation(s, valid, temperature, iterations):
     return log_p, mask
 
 
-@functools.partial(jax.jit, static_argnames=("reduction", "k", "gain", "iterations"))
-def _neural_ndcg_kernel(
-    scores, labels, where, weights, temperature, *, reduction, k, gain, iterations
-):
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
-    n = scores.shape[-1]
-    if n == 0:
-        return _reduce(_empty(scores, dtype), valid, weights, reduction)
+@_loss_kernel(nonnegative_labels=True, static_argnames=("k", "gain", "iterations"))
+def _neural_ndcg_kernel(s, y, valid, temperature, *, k, gain, iterations):
+    n = s.shape[-1]
     cutoff = n if k is None else min(k, n)
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
-    log_p, mask = _neuralsort_log_permutation(s, valid, jnp.asarray(temperature, dtype), iterations)
+    log_p, mask = _neuralsort_log_permutation(
+        s, valid, jnp.asarray(temperature, s.dtype), iterations
+    )
     p = jnp.where(mask, jnp.exp(log_p), 0)
     sorted_gains = jnp.sum(p * gains[..., None, :], axis=-1)  # (..., positions)
-    discount = jnp.diff(_gains.discount_table(n, k=cutoff, log_base=2.0, dtype=dtype))
+    discount = jnp.diff(_gains.discount_table(n, k=cutoff, log_base=2.0, dtype=s.dtype))
     dcg = jnp.sum(sorted_gains * discount, axis=-1)
     ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
     nonzero = ideal != 0
-    value = -jnp.where(nonzero, dcg / jnp.where(nonzero, ideal, 1), 0)
-    value = _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
-    return _reduce(value, valid, weights, reduction)
+    return -jnp.where(nonzero, dcg / jnp.where(nonzero, ideal, 1), 0)
 
 
 # --------------------------------------------------------------------------
@@ -409,6 +381,7 @@ def _neural_ndcg_kernel(
 # --------------------------------------------------------------------------
 
 
+@_docs.shared
 def softmax_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -433,25 +406,12 @@ def softmax_loss(
     A list whose labels sum to 0 has no target distribution and a loss of 0.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` non-negative relevance labels.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      weights: ``(...)`` per-list weights (see the module docstring).
-      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
-        ``"none"``.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        each list is then one list of the reduction (see *Packed lists* in the
-        module docstring).
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{loss_batch}}
 
     Returns:
-      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
-      ``"none"``.
-      Under ``jit``, a list holding a value refused on concrete inputs
-      gives NaN (see *Bad values under jit* in the module docstring).
+      {{loss_returns}}
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
@@ -497,6 +457,7 @@ def softmax_loss(
     return _softmax_kernel(scores, labels, where, weights, reduction=reduction)
 
 
+@_docs.shared
 def listmle_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -524,36 +485,21 @@ def listmle_loss(
     finite.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` relevance labels (any real values; only their order
         matters).
-      where: ``(..., n)`` boolean mask; False marks padding.
-      weights: ``(...)`` per-list weights (see the module docstring).
-      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
-        ``"none"``.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        each list is then one list of the reduction (see *Packed lists* in the
-        module docstring).
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{loss_batch}}
       key: Optional :func:`jax.random.key` (or ``PRNGKey``) breaking ties
         between equal labels uniformly at random. Without it tied labels keep
         their order of appearance (a stable sort), as in :func:`rax.listmle_loss`;
         the loss then depends on the order of tied items.
 
     Returns:
-      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
-      ``"none"``.
-      Under ``jit``, a list holding a value refused on concrete inputs
-      gives NaN (see *Bad values under jit* in the module docstring).
+      {{loss_returns}}
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
-      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
-        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
-        negative or non-finite weight.
+      {{loss_value_error}}
 
     Example:
       >>> import jax.numpy as jnp
@@ -584,6 +530,7 @@ def listmle_loss(
     return _listmle_kernel(scores, labels, where, weights, key, reduction=reduction)
 
 
+@_docs.shared
 def pairwise_logistic_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -608,34 +555,19 @@ def pairwise_logistic_loss(
     value is the **sum** over its pairs, not the mean.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` relevance labels (any real values).
-      where: ``(..., n)`` boolean mask; False marks padding.
-      weights: ``(...)`` per-list weights (see the module docstring).
-      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
-        ``"none"``.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        each list is then one list of the reduction (see *Packed lists* in the
-        module docstring).
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{loss_batch}}
       temperature: :math:`T` in (0, inf).
 
     Returns:
-      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
-      ``"none"``.
-      Under ``jit``, a list holding a value refused on concrete inputs
-      gives NaN (see *Bad values under jit* in the module docstring).
+      {{loss_returns}}
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``temperature`` is not a
         float in (0, inf), or is below the smallest normal number of the
         compute dtype (1.2e-38 in float32).
-      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
-        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
-        negative or non-finite weight.
+      {{loss_value_error}}
 
     Example:
       >>> import jax.numpy as jnp
@@ -676,6 +608,7 @@ def pairwise_logistic_loss(
     )
 
 
+@_docs.shared
 def lambda_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -717,19 +650,9 @@ def lambda_loss(
     no gradient; the gradient flows through the logistic pair terms only.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` non-negative relevance labels.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      weights: ``(...)`` per-list weights (see the module docstring).
-      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
-        ``"none"``.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        each list is then one list of the reduction (see *Packed lists* in the
-        module docstring).
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{loss_batch}}
       k: Optimise NDCG@k; None for the whole list.
       mu: :math:`\mu \ge 0`, the weight of the NDCG-Loss2 term. 0 gives the
         LambdaRank weights alone. The default 10 is allRank's.
@@ -740,19 +663,14 @@ def lambda_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``. A list without a relevant item has a loss of 0.
-      Under ``jit``, a list holding a value refused on concrete inputs
-      gives NaN (see *Bad values under jit* in the module docstring).
+      {{loss_nan_under_jit}}
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``mu`` is not a float in [0, inf);
         ``temperature`` is not a float in (0, inf), or is below the smallest
         normal number of the compute dtype (1.2e-38 in float32).
-      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
-        ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, a negative or non-finite weight, or, with
-        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
-        128 or more in float32, 1024 in float64).
+      {{loss_value_error_gain}}
 
     Example:
       >>> import jax.numpy as jnp
@@ -804,6 +722,7 @@ def lambda_loss(
     )
 
 
+@_docs.shared
 def approx_ndcg_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -832,20 +751,10 @@ def approx_ndcg_loss(
     ...)``; see :func:`lodestar.smooth.ndcg` for the soft cut-off at ``k``.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` non-negative relevance labels.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      weights: ``(...)`` per-list weights (see the module docstring).
-      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
-        ``"none"``.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        each list is then one list of the reduction (see *Packed lists* in the
-        module docstring).
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
-      temperature: :math:`T` in (0, inf), in the units of the scores.
+      {{loss_batch}}
+      {{temperature}}
       k: Optimise NDCG@k (a soft cut-off); None for the whole list.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper and in
         Rax), ``"linear"`` or a callable applied to the labels.
@@ -853,19 +762,14 @@ def approx_ndcg_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses, in
       [-1, 0], for ``"none"``. A list without a relevant item has a loss of 0.
-      Under ``jit``, a list holding a value refused on concrete inputs
-      gives NaN (see *Bad values under jit* in the module docstring).
+      {{loss_nan_under_jit}}
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``temperature`` is not a float in (0, inf),
         or is below the smallest normal number of the compute dtype (1.2e-38
         in float32).
-      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
-        ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, a negative or non-finite weight, or, with
-        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
-        128 or more in float32, 1024 in float64).
+      {{loss_value_error_gain}}
 
     Example:
       >>> import jax.numpy as jnp
@@ -907,6 +811,7 @@ def approx_ndcg_loss(
     )
 
 
+@_docs.shared
 def neural_ndcg_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -944,20 +849,10 @@ def neural_ndcg_loss(
     Padding takes no row and no column of :math:`\hat P`.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` non-negative relevance labels.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      weights: ``(...)`` per-list weights (see the module docstring).
-      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
-        ``"none"``.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        each list is then one list of the reduction (see *Packed lists* in the
-        module docstring).
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
-      temperature: :math:`T` in (0, inf), in the units of the scores.
+      {{loss_batch}}
+      {{temperature}}
       k: Optimise NDCG@k: only the first ``k`` positions count; None for all.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper),
         ``"linear"`` or a callable applied to the labels.
@@ -969,19 +864,14 @@ def neural_ndcg_loss(
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses,
       about [-1, 0], for ``"none"``. A list without a relevant item has a loss
       of 0.
-      Under ``jit``, a list holding a value refused on concrete inputs
-      gives NaN (see *Bad values under jit* in the module docstring).
+      {{loss_nan_under_jit}}
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``temperature`` is not a float in (0, inf),
         or is below the smallest normal number of the compute dtype (1.2e-38
         in float32); ``sinkhorn_iterations`` is not an int >= 0.
-      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
-        ``weights``; on concrete inputs, NaN or infinity in a real item, a
-        negative label, a negative or non-finite weight, or, with
-        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
-        128 or more in float32, 1024 in float64).
+      {{loss_value_error_gain}}
 
     Example:
       >>> import jax.numpy as jnp

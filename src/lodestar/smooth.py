@@ -99,7 +99,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _gains, _lists, _soft_ranks, _validation
+from lodestar import _docs, _gains, _lists, _soft_ranks, _validation
 
 __all__ = ["dcg", "ndcg", "ranks", "reciprocal_rank"]
 
@@ -117,44 +117,6 @@ def _check_options(temperature, method, *, caller):
     return temperature, method
 
 
-def _valid(scores, where):
-    return jnp.ones(scores.shape, bool) if where is None else where
-
-
-def _floating(scores, labels, valid):
-    """Scores and labels in the computing dtype, zero on padding."""
-    dtype = _lists.compute_dtype(scores, labels)
-    s = jnp.where(valid, scores.astype(dtype), 0)
-    y = jnp.where(valid, labels.astype(dtype), 0)
-    return s, y, dtype
-
-
-def _nan_rule(value, scores, labels, where, s, *, nonnegative_labels=False, gain=None):
-    """NaN, with a NaN gradient, for each list holding a value the checks refuse.
-
-    Concrete inputs were refused before the kernel, so this only acts on
-    traced ones (decision 0003): a non-finite score or label, a negative label
-    where refused, or exp2 gains that overflow. Unlike the exact metrics, an
-    infinite score gives NaN too: a soft rank is a function of the score
-    values, not only of their order.
-    """
-    dtype = _lists.compute_dtype(scores, labels)
-    bad = _validation.invalid_lists(
-        scores,
-        labels,
-        where,
-        nonnegative_labels=nonnegative_labels,
-        finite_scores=True,
-        overflow=_validation.gain_overflows(gain, labels, where, dtype),
-    )
-    return _validation.nan_with_nan_gradient(value, bad, s, _valid(scores, where))
-
-
-def _check_temperature(temperature, lists, *, caller):
-    dtype = _lists.compute_dtype(lists.scores, lists.labels)
-    _validation.check_temperature(temperature, dtype, caller=caller)
-
-
 # --------------------------------------------------------------------------
 # Kernels
 # --------------------------------------------------------------------------
@@ -163,14 +125,14 @@ def _check_temperature(temperature, lists, *, caller):
 @functools.partial(jax.jit, static_argnames=("method",))
 def _ranks_kernel(scores, where, temperature, *, method):
     """Soft ranks; see :func:`ranks`. Inputs already validated."""
-    valid = _valid(scores, where)
+    valid = _lists.valid(scores, where)
     dtype = _lists.compute_dtype(scores)
     if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape, dtype)
     s = jnp.where(valid, scores.astype(dtype), 0)
     r = _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
     # A non-finite score gives every real item of its list NaN, whatever the method.
-    return _nan_rule(r, scores, jnp.zeros(scores.shape, jnp.int8), where, s)
+    return _lists.nan_rule(r, scores, jnp.zeros(scores.shape, jnp.int8), where, s)
 
 
 def _soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
@@ -196,8 +158,8 @@ def _dcg_kernel(
     scores, labels, where, temperature, log_base, k, *, method, cut, gain, zero_discount
 ):
     """Per-list smooth DCG; see :func:`dcg`. Inputs already validated."""
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
+    valid = _lists.valid(scores, where)
+    s, y, dtype = _lists.floating(scores, labels, valid)
     if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape[:-1], dtype)
     if zero_discount:
@@ -207,14 +169,14 @@ def _dcg_kernel(
         gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
         temperature = jnp.asarray(temperature, dtype)
         value = _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
-    return _nan_rule(value, scores, labels, where, s, gain=gain)
+    return _lists.nan_rule(value, scores, labels, where, s, gain=gain)
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
 def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     """Per-list smooth NDCG; see :func:`ndcg`. Inputs already validated."""
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
+    valid = _lists.valid(scores, where)
+    s, y, dtype = _lists.floating(scores, labels, valid)
     n = scores.shape[-1]
     if n == 0:
         return jnp.zeros(scores.shape[:-1], dtype)
@@ -224,14 +186,14 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     ideal = _gains.ideal_dcg(gains, valid, k=k)
     nonzero = ideal != 0
     value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
-    return _nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
+    return _lists.nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
 
 
 @functools.partial(jax.jit, static_argnames=("method",))
 def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     """Per-list smooth reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""
-    valid = _valid(scores, where)
-    s, y, dtype = _floating(scores, labels, valid)
+    valid = _lists.valid(scores, where)
+    s, y, dtype = _lists.floating(scores, labels, valid)
     if scores.shape[-1] == 0:
         return jnp.zeros(scores.shape[:-1], dtype)
     temperature = jnp.asarray(temperature, dtype)
@@ -241,7 +203,7 @@ def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
         relevant, jnp.exp(_soft_ranks.masked_log_softmax(s, relevant, -1, temperature)), 0
     )
     value = jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
-    return _nan_rule(value, scores, labels, where, s)
+    return _lists.nan_rule(value, scores, labels, where, s)
 
 
 # --------------------------------------------------------------------------
@@ -249,6 +211,7 @@ def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
 # --------------------------------------------------------------------------
 
 
+@_docs.shared
 def ranks(
     scores: Num[Array, "*batch n"],
     *,
@@ -294,18 +257,15 @@ def ranks(
     permutahedron average them).
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
-      temperature: :math:`T` in (0, inf), in the units of the scores.
+      {{scores}}
+      {{temperature}}
       method: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``.
       where: ``(..., n)`` boolean mask; False marks padding, which gets rank 0.
       segments: ``(..., n)`` integer ids of the lists packed into each row;
         each item is then ranked within its own list. See *Packed lists* in
         the module docstring.
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{segment_limits}}
 
     Returns:
       ``(..., n)`` soft ranks, floating (half precision widened to float32).
@@ -348,10 +308,11 @@ def ranks(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    _check_temperature(temperature, lists, caller="ranks")
+    _lists.check_temperature(temperature, lists, caller="ranks")
     return lists.per_item(_ranks_kernel(lists.scores, lists.where, temperature, method=method))
 
 
+@_docs.shared
 def dcg(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -382,22 +343,16 @@ def dcg(
     :math:`T \to 0`.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` graded relevance of each item.
-      temperature: :math:`T` in (0, inf), in the units of the scores.
+      {{temperature}}
       method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``; see :func:`ranks`.
       k: Soft cut-off at the top ``k`` positions; None scores the whole list.
       log_base: Base :math:`b` of the discount, in (0, inf).
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        the result is then ``(..., max_segments)``, one value per list. See
-        *Packed lists* in the module docstring.
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{where}}
+      {{packed}}
 
     Returns:
       ``(...)`` smooth DCG of each list; 0 for a list with no real item; under
@@ -444,7 +399,7 @@ def dcg(
         max_segment_size=max_segment_size,
         gain=gain,
     )
-    _check_temperature(temperature, lists, caller="dcg")
+    _lists.check_temperature(temperature, lists, caller="dcg")
     value = _dcg_kernel(
         lists.scores,
         lists.labels,
@@ -460,6 +415,7 @@ def dcg(
     return lists.per_list(value)
 
 
+@_docs.shared
 def ndcg(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -487,21 +443,15 @@ def ndcg(
     :func:`lodestar.metrics.ndcg` as :math:`T \to 0`.
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` graded relevance, non-negative.
-      temperature: :math:`T` in (0, inf), in the units of the scores.
+      {{temperature}}
       method: The soft rank; see :func:`ranks`.
       k: Soft cut-off at the top ``k`` positions (see :func:`dcg`); the ideal
         is cut exactly at ``k``. None scores the whole list.
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        the result is then ``(..., max_segments)``, one value per list. See
-        *Packed lists* in the module docstring.
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{where}}
+      {{packed}}
 
     Returns:
       ``(...)`` smooth NDCG of each list; 0 with no relevant or no real item.
@@ -547,7 +497,7 @@ def ndcg(
         max_segment_size=max_segment_size,
         gain=gain,
     )
-    _check_temperature(temperature, lists, caller="ndcg")
+    _lists.check_temperature(temperature, lists, caller="ndcg")
     value = _ndcg_kernel(
         lists.scores,
         lists.labels,
@@ -561,6 +511,7 @@ def ndcg(
     return lists.per_list(value)
 
 
+@_docs.shared
 def reciprocal_rank(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -596,18 +547,12 @@ def reciprocal_rank(
     it does not sum to 1 when several relevant items are close.)
 
     Args:
-      scores: ``(..., n)`` scores; higher ranks first.
+      {{scores}}
       labels: ``(..., n)`` relevance; any non-zero value is relevant.
-      temperature: :math:`T` in (0, inf), in the units of the scores.
+      {{temperature}}
       method: The soft rank; see :func:`ranks`.
-      where: ``(..., n)`` boolean mask; False marks padding.
-      segments: ``(..., n)`` integer ids of the lists packed into each row;
-        the result is then ``(..., max_segments)``, one value per list. See
-        *Packed lists* in the module docstring.
-      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
-        when ``segments`` is traced, else 1 + the largest id.
-      max_segment_size: Room for the longest list; by default the longest
-        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      {{where}}
+      {{packed}}
 
     Returns:
       ``(...)`` smooth reciprocal rank of each list, in [0, 1]; 0 for a list
@@ -645,7 +590,7 @@ def reciprocal_rank(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    _check_temperature(temperature, lists, caller="reciprocal_rank")
+    _lists.check_temperature(temperature, lists, caller="reciprocal_rank")
     value = _reciprocal_rank_kernel(
         lists.scores, lists.labels, lists.where, temperature, method=method
     )
