@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rax_compat
+import tiers
 from jax.test_util import check_grads
 
 from lodestar import losses, metrics
@@ -212,7 +213,10 @@ def _edge_cases():
     }
 
 
-@pytest.mark.parametrize("case", list(_edge_cases()))
+@pytest.mark.parametrize(
+    "case",
+    tiers.params(_edge_cases(), default=("tied_scores", "one_item", "huge_scores_f32", "bfloat16")),
+)
 def test_finite_values_and_gradients(loss, case):
     scores, labels = _edge_cases()[case]
     value, grad = jax.value_and_grad(loss)(scores, labels)
@@ -502,7 +506,10 @@ REFUSED_UNDER_JIT = {
 NEGATIVE_LABELS_ACCEPTED = {"listmle_loss", "pairwise_logistic_loss"}
 
 
-@pytest.mark.parametrize("corruption", list(REFUSED_UNDER_JIT))
+# tests/test_nonfinite.py sweeps every corruption too; here, per loss, the gradient.
+@pytest.mark.parametrize(
+    "corruption", tiers.params(REFUSED_UNDER_JIT, default=("nan_score", "negative_label"))
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_refused_values_under_jit_give_nan_for_that_list_and_its_gradient(name, corruption):
     loss = LOSSES[name]

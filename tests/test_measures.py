@@ -143,7 +143,7 @@ def test_padding_anywhere_changes_nothing(key, batch):
             np.testing.assert_allclose(got, expected, **TOL)
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 def test_padding_only_lists_and_empty_lists_score_zero(key):
     scores = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])
     labels = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
@@ -196,7 +196,7 @@ def test_packed_lists_score_what_they_score_padded_on_their_own(key):
 # --- dtypes ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 def test_float32_in_float32_out(key):
     expected = metric(key)(SCORES, LABELS, where=WHERE)
     got = metric(key)(SCORES.astype(np.float32), LABELS.astype(np.float32), where=WHERE)
@@ -204,7 +204,7 @@ def test_float32_in_float32_out(key):
     np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 def test_float32_by_default_without_x64(key):
     with jax.enable_x64(False):
         got = metric(key)(SCORES.astype(np.float32), LABELS.astype(np.int32))
@@ -243,7 +243,7 @@ def test_integer_and_boolean_scores_are_ranked_by_value(key, dtype):
 # --- gradients and NaN -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @pytest.mark.parametrize("n", [6, 300])
 def test_grad_with_respect_to_scores_is_zero(key, n):
     scores = jnp.asarray(np.round(rng.random((2, n)), 1))

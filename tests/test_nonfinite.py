@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -126,7 +127,7 @@ def _check_exact(key, case):
     assert_nan_exactly(fn(scores, labels, where), nan)
 
 
-@pytest.mark.parametrize("key", MEASURES)
+@pytest.mark.parametrize("key", tiers.measure_params())
 @settings(max_examples=25)
 @given(case=batches())
 def test_exact_measures_give_nan_for_exactly_the_refused_lists(key, case):

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import oracles
 import pytest
+import tiers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.experimental import checkify
@@ -82,6 +83,24 @@ LOSSES = {
     "neural_ndcg_loss": (losses.neural_ndcg_loss, {"sinkhorn_iterations": 5}),
 }
 PER_LIST = {**EXACT, **SMOOTH}
+# The packing is shared machinery (lodestar._segments): the default tier packs
+# one exact measure of each kind of reduction, one smooth method and two losses
+# (tests/tiers.py); the slow tier every function above.
+DEFAULT_TIER = (
+    "ndcg_k3_exp2",
+    "average_precision_k3",
+    "err_k2",
+    "ndcg_sigmoid",
+    "ranks_sigmoid",
+    "softmax_loss",
+    "lambda_loss",
+)
+
+
+def swept(functions):
+    return tiers.params(functions, default=DEFAULT_TIER)
+
+
 # Losses per list ("none"), so that every list is compared.
 ALL = {
     **PER_LIST,
@@ -178,7 +197,7 @@ def padded(fn, options, data, size, **extra):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(PER_LIST))
+@pytest.mark.parametrize("name", swept(PER_LIST))
 @FEW
 @given(data=packed_rows(), ignore_ties=st.booleans())
 def test_per_list_values_equal_the_padded_form_bitwise(name, data, ignore_ties):
@@ -191,7 +210,7 @@ def test_per_list_values_equal_the_padded_form_bitwise(name, data, ignore_ties):
     np.testing.assert_array_equal(got, padded(fn, options, data, size))
 
 
-@pytest.mark.parametrize("name", list(RANKS))
+@pytest.mark.parametrize("name", swept(RANKS))
 @FEW
 @given(data=packed_rows())
 def test_soft_ranks_equal_the_padded_form_bitwise(name, data):
@@ -202,7 +221,7 @@ def test_soft_ranks_equal_the_padded_form_bitwise(name, data):
     np.testing.assert_array_equal(got, to_items(padded(fn, options, data, size), item))
 
 
-@pytest.mark.parametrize("name", list(LOSSES))
+@pytest.mark.parametrize("name", swept(LOSSES))
 @FEW
 @given(data=packed_rows(), reduction=st.sampled_from(["none", "mean", "sum"]))
 def test_losses_equal_the_padded_form_bitwise(name, data, reduction):
@@ -246,7 +265,7 @@ def _gradients(fn, options, data, size):
     return got, want
 
 
-@pytest.mark.parametrize("name", list(SMOOTH))
+@pytest.mark.parametrize("name", swept(SMOOTH))
 @FEW
 @given(data=packed_rows())
 def test_smooth_metric_gradients_equal_the_padded_form(name, data):
@@ -255,7 +274,7 @@ def test_smooth_metric_gradients_equal_the_padded_form(name, data):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("name", list(LOSSES))
+@pytest.mark.parametrize("name", swept(LOSSES))
 @FEW
 @given(data=packed_rows(), reduction=st.sampled_from(["none", "mean"]))
 def test_loss_gradients_equal_the_padded_form(name, data, reduction):
@@ -289,7 +308,7 @@ def _jitted(name, size):
     return jax.jit(run), jax.vmap(run)
 
 
-@pytest.mark.parametrize("name", list(ALL))
+@pytest.mark.parametrize("name", swept(ALL))
 @FEW
 @given(data=packed_rows(batch_shapes=((3,),)))
 def test_jit_and_vmap_equal_the_padded_form(name, data):

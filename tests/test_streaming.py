@@ -42,10 +42,23 @@ CUTOFFS = [None, 3]
 F32_ULP = 2.0**-24
 
 
+# Every batch is padded to this many lists, as a training loop's batches are:
+# one shape per list length, so the examples compile little.
+ROWS = 24
+
+
+def padded(array, fill):
+    """``array``'s lists followed by lists of ``fill``, :data:`ROWS` in all."""
+    if array is None:
+        return None
+    extra = np.full((ROWS - len(array), *array.shape[1:]), fill, array.dtype)
+    return np.concatenate([array, extra])
+
+
 @st.composite
 def stream(draw):
     """Lists with ties, padding, all-padding lists, weights, and a split into batches."""
-    rows = draw(st.integers(1, 24))
+    rows = draw(st.integers(1, ROWS))
     n = draw(st.sampled_from([5, 8]))  # few shapes: each one compiles
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
@@ -62,14 +75,21 @@ def stream(draw):
 def _stream_mean(accumulator, scores, labels, where, weights, batches):
     state = accumulator.init()
     for start, stop in batches:
+        # Lists of padding alone do not count: they fill the batch to its shape.
         state = accumulator.update(
             state,
-            scores[start:stop],
-            labels[start:stop],
-            where=where[start:stop],
-            weights=None if weights is None else weights[start:stop],
+            padded(scores[start:stop], 0),
+            padded(labels[start:stop], 0),
+            where=padded(where[start:stop], False),
+            weights=None if weights is None else padded(weights[start:stop], 1),
         )
     return state
+
+
+def all_at_once(metric, scores, labels, where, **options):
+    """``metric``'s per-list values, evaluated in one padded batch."""
+    values = metric(padded(scores, 0), padded(labels, 0), where=padded(where, False), **options)
+    return np.asarray(values)[: len(scores)]
 
 
 def _options(metric, k=None):
@@ -93,7 +113,7 @@ def test_any_split_gives_the_all_at_once_mean_float64(metric, k, data):
         return
     accumulator = streaming.mean(metric, **_options(metric, k=k))
     state = _stream_mean(accumulator, scores, labels, where, weights, batches)
-    whole = metric(scores, labels, where=where, **_options(metric, k=k))
+    whole = all_at_once(metric, scores, labels, where, **_options(metric, k=k))
     assert state.total.value.dtype == jnp.float64
     np.testing.assert_allclose(
         float(accumulator.compute(state)), _reference_mean(whole, where, weights), rtol=1e-12
@@ -119,8 +139,8 @@ def test_float32_accumulator_is_within_four_ulp_of_the_exact_mean(metric, data):
         # The exact weighted mean of the float32 values the accumulator saw.
         numerator, denominator = [], []
         for start, stop in batches:
-            values = np.asarray(
-                metric(s32[start:stop], y32[start:stop], where=where[start:stop], **options)
+            values = all_at_once(
+                metric, s32[start:stop], y32[start:stop], where[start:stop], **options
             )
             counted = where[start:stop].any(-1)
             w = np.ones(stop - start, np.float32) if w32 is None else w32[start:stop]
@@ -131,7 +151,7 @@ def test_float32_accumulator_is_within_four_ulp_of_the_exact_mean(metric, data):
             return
         exact = math.fsum(numerator) / math.fsum(denominator)
         assert abs(mean - exact) <= 4 * F32_ULP * abs(exact)
-        whole = np.asarray(metric(s32, y32, where=where, **options))
+        whole = all_at_once(metric, s32, y32, where, **options)
         np.testing.assert_allclose(mean, _reference_mean(whole, where, weights), rtol=1e-6)
 
 

@@ -15,22 +15,13 @@ import jax.numpy as jnp
 import numpy as np
 import oracles
 import pytest
+import strategies
+import tiers
 from hypothesis import given
-from hypothesis import strategies as st
 
 from lodestar import _registry, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
-KEYS = list(_registry.MEASURES)
-tied_scores = st.sampled_from([0.0, 0.5, 0.5, 1.0, 1.0, -2.0])
-
-
-@st.composite
-def tied_lists(draw, max_n=7):
-    n = draw(st.integers(1, max_n))
-    scores = draw(st.lists(tied_scores, min_size=n, max_size=n))
-    labels = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    return np.array(scores), np.array(labels, dtype=np.float64)
 
 
 def values_over_orders(key, scores, labels, **options):
@@ -39,29 +30,28 @@ def values_over_orders(key, scores, labels, **options):
     return [oracle(labels, order, **options) for order in oracles.tie_orders(scores)]
 
 
-@pytest.mark.parametrize("key", KEYS)
-@given(case=tied_lists())
-def test_the_range_is_the_extremes_over_every_order(key, case):
+@pytest.mark.parametrize("key", tiers.measure_params())
+@given(batch=strategies.tied_batches())
+def test_the_range_is_the_extremes_over_every_order(key, batch):
     entry = _registry.MEASURES[key]
-    metric = functools.partial(entry.function, **entry.required_options)
-    metric = functools.update_wrapper(metric, entry.function)
-    scores, labels = case
+    scores, labels = batch
     for k in (None, 2, 4) if entry.cutoff else (None,):
         options = {"k": k} if entry.cutoff else {}
-        low, high = metrics.tie_range(
+        lows, highs = metrics.tie_range(
             entry.function, scores, labels, **entry.required_options, **options
         )
-        values = values_over_orders(key, scores, labels, **options)
-        average = metric(scores, labels, **options)
-        # A count of what is not relevant (num_nonrel_judged_ret) is largest
-        # relevant-last: the two orders are the extremes, in either direction.
-        low, high = sorted((float(low), float(high)))
-        assert low - 1e-12 <= average <= high + 1e-12
-        if entry.tie_extremes:
-            np.testing.assert_allclose(low, min(values), **TOL)
-            np.testing.assert_allclose(high, max(values), **TOL)
-        else:
-            assert min(values) - 1e-12 <= low <= high <= max(values) + 1e-12
+        averages = entry.function(scores, labels, **entry.required_options, **options)
+        for row, (low, high, average) in enumerate(zip(lows, highs, averages, strict=True)):
+            values = values_over_orders(key, scores[row], labels[row], **options)
+            # A count of what is not relevant (num_nonrel_judged_ret) is largest
+            # relevant-last: the two orders are the extremes, in either direction.
+            low, high = sorted((float(low), float(high)))
+            assert low - 1e-12 <= average <= high + 1e-12
+            if entry.tie_extremes:
+                np.testing.assert_allclose(low, min(values), **TOL)
+                np.testing.assert_allclose(high, max(values), **TOL)
+            else:
+                assert min(values) - 1e-12 <= low <= high <= max(values) + 1e-12
 
 
 def test_normalized_gain_is_lowest_at_an_order_other_than_relevant_last():

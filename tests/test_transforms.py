@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import tiers
 from jax.experimental import checkify
 
 import lodestar
@@ -212,30 +213,27 @@ def test_exp2_gain_is_exact_for_integer_grades_in_float64():
     np.testing.assert_array_equal(got, 2.0 ** labels[:, 0] - 1)
 
 
-@pytest.mark.parametrize("shape", [(37, 20), (4, 6, 20), (64, 20)])
-def test_large_batches_tiled_like_one_call(monkeypatch, shape):
+@pytest.mark.parametrize("key", tiers.measure_params())
+def test_large_batches_tiled_like_one_call(monkeypatch, key):
     # Large batches run tile by tile (metrics._kernel._over_tiles). Shrink the tile so
     # that small batches take that path: 37 lists make 12 tiles and a tail,
     # 64 lists tiles that divide the batch.
-    scores = np.round(rng.random(shape), 1)
-    labels = rng.integers(0, 3, shape).astype(np.float64)
-    where = rng.random(shape) < 0.8
-    calls = {
-        key: functools.partial(
-            entry.function,
-            scores,
-            labels,
-            where=where,
-            **({"k": 5} if entry.cutoff else {}),
-            **({"max_label": 2} if key == "err" else entry.required_options),
-        )
-        for key, entry in _registry.MEASURES.items()
+    entry = _registry.MEASURES[key]
+    options = {
+        **({"k": 5} if entry.cutoff else {}),
+        **({"max_label": 2} if key == "err" else entry.required_options),
     }
-    whole = {name: np.asarray(call()) for name, call in calls.items()}
+    cases = []
+    for shape in [(37, 20), (4, 6, 20), (64, 20)]:
+        scores = np.round(rng.random(shape), 1)
+        labels = rng.integers(0, 3, shape).astype(np.float64)
+        where = rng.random(shape) < 0.8
+        call = functools.partial(entry.function, scores, labels, where=where, **options)
+        cases.append((shape, call, np.asarray(call())))
     jax.clear_caches()  # the kernels are traced again with the small tile
     monkeypatch.setattr(_kernel, "TILE_ITEMS", 60)
     try:
-        for name, call in calls.items():
-            np.testing.assert_allclose(call(), whole[name], rtol=1e-14, atol=0, err_msg=name)
+        for shape, call, whole in cases:
+            np.testing.assert_allclose(call(), whole, rtol=1e-14, atol=0, err_msg=str(shape))
     finally:
         jax.clear_caches()

@@ -1,44 +1,36 @@
-"""Which registry measures the default test tier sweeps, and which only the slow tier.
+"""Which cases the default test tier runs, and which only the slow tier.
 
-The invariance sweeps (tests/test_measures.py, tests/test_streaming.py) compile
-a program per measure, shape and option, so over all 33 measures they take
-most of the suite's time. The default tier sweeps one measure of every module
-of :mod:`lodestar.metrics` (and the measures the first release had); the slow
-tier (``pytest -m slow``, which ``.ci/run`` runs too) sweeps every other one.
-A new measure is in the slow tier until it is listed here.
+The invariance sweeps (every registry measure through jit, vmap, padding,
+packed lists, streaming, sharding, dtypes, tiling, NaN) compile a program per
+measure, shape and option; over all 33 measures they are most of the suite's
+time. The default tier (the README's ``pytest``, at most five minutes on two
+cores) sweeps a core of five measures that between them take every path of
+the shared machinery: graded gains and an ideal ranking (``ndcg``), a
+relevant-count context (``map``), a static option from the cut-off (``P``),
+a required option (``err``'s ``max_label``) and a summed, judged count
+(``num_rel_ret``). Every metrics module keeps its own tests in the default
+tier as well (tests/test_set_measures.py, tests/test_ndcg_family.py, ...).
+The slow tier (``pytest -m slow``, which ``.ci/run`` runs too) sweeps every
+other measure; a new measure is swept there without being listed.
 """
 
 import pytest
 
 from lodestar import _registry
 
-DEFAULT_TIER = (
-    # _dcg, _first_relevant, _average_precision, _precision, _err
-    "ndcg",
-    "dcg",
-    "mrr",
-    "map",
-    "P",
-    "recall",
-    "hits",
-    "err",
-    # one measure of every other module
-    "num_rel_ret",  # _counts
-    "Rprec",  # _r_precision
-    "set_F",  # _set
-    "rbp",  # _rbp
-    "bpref",  # _bpref
-    "infAP",  # _infap
-    "binG",  # _normalized_gain
-    "iprec_at_recall",  # _interpolated
-    "ndcg_rel",  # _ndcg_averages
-)
+DEFAULT_TIER = ("ndcg", "map", "P", "err", "num_rel_ret")
+
+
+def params(values, *, default, ids=None):
+    """``values`` as pytest params, marked slow unless listed in ``default``."""
+    values = list(values)
+    ids = [str(v) for v in values] if ids is None else list(ids)
+    return [
+        pytest.param(value, id=name, marks=() if value in default else pytest.mark.slow)
+        for value, name in zip(values, ids, strict=True)
+    ]
 
 
 def measure_params(keys=None):
     """``keys`` (every registry key by default) as pytest params, slow outside the default tier."""
-    keys = list(_registry.MEASURES) if keys is None else list(keys)
-    return [
-        pytest.param(key, id=key, marks=() if key in DEFAULT_TIER else pytest.mark.slow)
-        for key in keys
-    ]
+    return params(_registry.MEASURES if keys is None else keys, default=DEFAULT_TIER)
