@@ -282,17 +282,7 @@ def check_lists(scores, labels, where, *, caller: str):
             f"{caller} expects scores and labels of the same shape; got scores "
             f"{scores.shape} and labels {labels.shape}."
         )
-    if where is not None:
-        where = jnp.asarray(where)
-        if where.dtype != jnp.bool_:
-            raise ValueError(
-                f"{caller} expects `where` to be a boolean mask; got dtype {where.dtype}."
-            )
-        if where.shape != scores.shape:
-            raise ValueError(
-                f"{caller} expects `where` of the same shape as scores; got "
-                f"where {where.shape} and scores {scores.shape}."
-            )
+    where = check_item_mask(where, scores, name="where", caller=caller)
     return scores, labels, where
 
 
@@ -642,30 +632,11 @@ def nan_for_invalid_ideal(value, ideal_labels, ideal_where, gain, dtype) -> jax.
 def check_num_relevant(num_relevant, scores, segments, max_segments, *, caller: str):
     """Check a per-list count such as ``num_relevant``; return it as an array (or None).
 
-    Its shape is the result's: the scores' batch shape, with ``max_segments``
-    appended for packed lists.
-
-    Raises:
-      ValueError: it is not real-valued or has another shape; on concrete
-        arrays, it holds NaN, infinity, a negative or a fractional value.
+    :func:`check_list_count` for ``num_relevant``.
     """
-    if num_relevant is None:
-        return None
-    num_relevant = _as_numeric_array(num_relevant, name="num_relevant", caller=caller)
-    batch = tuple(jnp.shape(scores)[:-1])
-    if segments is not None:
-        batch = (*batch, max_segments)
-    if None in batch or num_relevant.shape != batch:
-        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
-        raise ValueError(
-            f"{caller} expects num_relevant of shape {expected or batch} (one count per "
-            f"list); got num_relevant {num_relevant.shape}."
-        )
-    if is_concrete(num_relevant):
-        values = np.asarray(num_relevant, dtype=np.float64)
-        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
-            raise ValueError(f"{caller} expects num_relevant to hold non-negative whole numbers.")
-    return num_relevant
+    return check_list_count(
+        num_relevant, scores, segments, max_segments, name="num_relevant", caller=caller
+    )
 
 
 def check_float_in_range(value, *, name: str, caller: str, low: float, high: float, closed: str):
@@ -755,8 +726,30 @@ def check_float_tuple(value, *, length: int, name: str, caller: str) -> tuple[fl
     return tuple(float(v) for v in value)
 
 
+def _per_list_array(value, scores, segments, max_segments, *, name: str, caller: str, entries: str):
+    """``value`` as a numeric array of the result's shape, one entry per list.
+
+    The scores' batch shape, with ``max_segments`` appended for packed lists;
+    ``entries`` follows the shape in the refusal, saying what is expected.
+
+    Raises:
+      ValueError: it is not real-valued or has another shape.
+    """
+    value = _as_numeric_array(value, name=name, caller=caller)
+    batch = tuple(jnp.shape(scores)[:-1])
+    if segments is not None:
+        batch = (*batch, max_segments)
+    if None in batch or value.shape != batch:
+        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
+        raise ValueError(
+            f"{caller} expects {name} of shape {expected or batch} {entries}; "
+            f"got {name} {value.shape}."
+        )
+    return value
+
+
 def check_list_count(value, scores, segments, max_segments, *, name: str, caller: str):
-    """Check a per-list count named ``name`` (``num_judged_nonrelevant`` ...) like ``num_relevant``.
+    """Check a per-list count named ``name`` (``num_relevant``, ``num_judged_nonrelevant`` ...).
 
     Its shape is the result's: the scores' batch shape, with ``max_segments``
     appended for packed lists.
@@ -767,16 +760,15 @@ def check_list_count(value, scores, segments, max_segments, *, name: str, caller
     """
     if value is None:
         return None
-    value = _as_numeric_array(value, name=name, caller=caller)
-    batch = tuple(jnp.shape(scores)[:-1])
-    if segments is not None:
-        batch = (*batch, max_segments)
-    if None in batch or value.shape != batch:
-        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
-        raise ValueError(
-            f"{caller} expects {name} of shape {expected or batch} (one count per "
-            f"list); got {name} {value.shape}."
-        )
+    value = _per_list_array(
+        value,
+        scores,
+        segments,
+        max_segments,
+        name=name,
+        caller=caller,
+        entries="(one count per list)",
+    )
     if is_concrete(value):
         values = np.asarray(value, dtype=np.float64)
         if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values % 1):
@@ -788,7 +780,6 @@ def check_item_mask(mask, scores, *, name: str, caller: str):
     """Check a per-item boolean mask such as ``judged``; return it as an array (or None).
 
     Raises:
-      ValueError: ``mask`` is not boolean, or not of the shape of ``scores``.
       ValueError: ``mask`` is not boolean or not of the scores' shape.
     """
     if mask is None:
@@ -814,16 +805,15 @@ def check_per_list_values(values, scores, segments, max_segments, *, name: str, 
       ValueError: it is not real-valued or has another shape; on concrete
         arrays, it holds NaN, infinity or a negative value.
     """
-    values = _as_numeric_array(values, name=name, caller=caller)
-    batch = tuple(jnp.shape(scores)[:-1])
-    if segments is not None:
-        batch = (*batch, max_segments)
-    if None in batch or values.shape != batch:
-        expected = "(..., max_segments), with max_segments given," if segments is not None else ""
-        raise ValueError(
-            f"{caller} expects {name} of shape {expected or batch} (one value per "
-            f"list) or a float; got {name} {values.shape}."
-        )
+    values = _per_list_array(
+        values,
+        scores,
+        segments,
+        max_segments,
+        name=name,
+        caller=caller,
+        entries="(one value per list) or a float",
+    )
     if is_concrete(values):
         found = np.asarray(values, dtype=np.float64)
         if not np.all(np.isfinite(found)) or np.any(found < 0):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _ranking, _validation
+from lodestar import _docs, _ranking
 from lodestar.metrics import _kernel
 
 
@@ -139,9 +139,5 @@ def average_precision(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller="average_precision"
-            )
-        },
+        num_relevant=num_relevant,
     )

@@ -217,16 +217,8 @@ def num_relevant(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        item_context={
-            "judged": _validation.check_item_mask(
-                judged, scores, name="judged", caller="num_relevant"
-            )
-        },
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller="num_relevant"
-            )
-        },
+        judged=judged,
+        num_relevant=num_relevant,
     )
 
 
@@ -309,11 +301,7 @@ def num_relevant_retrieved(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        item_context={
-            "judged": _validation.check_item_mask(
-                judged, scores, name="judged", caller="num_relevant_retrieved"
-            )
-        },
+        judged=judged,
     )
 
 
@@ -394,11 +382,7 @@ def num_nonrelevant_judged_retrieved(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        item_context={
-            "judged": _validation.check_item_mask(
-                judged, scores, name="judged", caller="num_nonrelevant_judged_retrieved"
-            )
-        },
+        judged=judged,
     )
 
 
@@ -485,7 +469,5 @@ def unjudged(
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
         options={"cutoff": None if k is None else float(k)},
-        item_context={
-            "judged": _validation.check_item_mask(judged, scores, name="judged", caller="unjudged")
-        },
+        judged=judged,
     )

@@ -230,9 +230,5 @@ def inferred_average_precision(
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
         item_context={"judged": judged, "pooled": pooled},
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller=caller
-            )
-        },
+        num_relevant=num_relevant,
     )

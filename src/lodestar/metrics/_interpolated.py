@@ -306,21 +306,12 @@ def _interpolated_precision(
     return _expected(lists, k, recall, exact_limit=exact_limit, grid=grid, chunk=chunk)
 
 
-def _eleven_point_average(
-    lists: _kernel.Lists,
-    k,
-    *,
-    recall,
-    exact_limit=EXACT_LIMIT,
-    grid=GRID,
-    chunk=GRID_CHUNK,
-):
-    if lists.n == 0:
-        return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
+def _eleven_point_average(lists: _kernel.Lists, k, *, recall, **engine):
+    """The mean of :func:`_interpolated_precision` over the levels ``recall``."""
     levels = jnp.atleast_1d(jnp.asarray(recall))
 
     def at(level):
-        return _expected(lists, k, level, exact_limit=exact_limit, grid=grid, chunk=chunk)
+        return _interpolated_precision(lists, k, recall=level, **engine)
 
     return jnp.mean(jax.vmap(at, out_axes=-1)(levels), axis=-1)
 
@@ -355,42 +346,6 @@ def _check_levels(recall, *, caller: str) -> tuple[float, ...]:
             f"or a non-empty sequence of them. Got {recall!r} instead."
         )
     return tuple(_check_level(level, caller=caller) for level in recall)
-
-
-def _evaluate(
-    formula,
-    caller,
-    scores,
-    labels,
-    *,
-    recall,
-    k,
-    ignore_ties,
-    num_relevant,
-    where,
-    segments,
-    max_segments,
-    max_segment_size,
-):
-    return _kernel.evaluate(
-        formula,
-        scores,
-        labels,
-        caller=caller,
-        k=k,
-        ignore_ties=ignore_ties,
-        where=where,
-        segments=segments,
-        max_segments=max_segments,
-        max_segment_size=max_segment_size,
-        nonnegative_labels=True,
-        options={"recall": recall},
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller=caller
-            )
-        },
-    )
 
 
 @_docs.shared
@@ -502,19 +457,20 @@ def interpolated_precision(
     levels = _check_levels(recall, caller="interpolated_precision")
     _validation.check_k(k, caller="interpolated_precision")
     values = [
-        _evaluate(
+        _kernel.evaluate(
             INTERPOLATED_PRECISION,
-            "interpolated_precision",
             scores,
             labels,
-            recall=level,
+            caller="interpolated_precision",
             k=k,
             ignore_ties=ignore_ties,
-            num_relevant=num_relevant,
             where=where,
             segments=segments,
             max_segments=max_segments,
             max_segment_size=max_segment_size,
+            nonnegative_labels=True,
+            options={"recall": level},
+            num_relevant=num_relevant,
         )
         for level in levels
     ]
@@ -598,17 +554,18 @@ def eleven_point_average(
       trec_eval's m_11pt_avg.c.
     """
     levels = _check_levels(recall, caller="eleven_point_average")
-    return _evaluate(
+    return _kernel.evaluate(
         ELEVEN_POINT_AVERAGE,
-        "eleven_point_average",
         scores,
         labels,
-        recall=levels,
+        caller="eleven_point_average",
         k=k,
         ignore_ties=ignore_ties,
-        num_relevant=num_relevant,
         where=where,
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        options={"recall": levels},
+        num_relevant=num_relevant,
     )

@@ -211,6 +211,8 @@ def evaluate(
     max_segments=None,
     max_segment_size=None,
     nonnegative_labels: bool = False,
+    judged=None,
+    num_relevant=None,
     options: Mapping[str, Any] | None = None,
     item_context: Mapping[str, Any] | None = None,
     list_context: Mapping[str, Any] | None = None,
@@ -229,6 +231,10 @@ def evaluate(
       max_segments: See :mod:`lodestar._segments`.
       max_segment_size: See :mod:`lodestar._segments`.
       nonnegative_labels: Refuse negative labels in real items.
+      judged: The public ``judged`` mask, or None; checked here (first) and
+        laid out as the item context ``judged``.
+      num_relevant: The public ``num_relevant`` counts, or None; checked here
+        (after ``judged``) and passed as the list context ``num_relevant``.
       options: The formula's options, already validated.
       item_context: Extra per-item ``(..., n)`` arrays (None entries dropped),
         laid out with the lists.
@@ -238,6 +244,12 @@ def evaluate(
     Returns:
       ``(...)`` (or ``(..., max_segments)``) one value per list.
     """
+    judged = _validation.check_item_mask(judged, scores, name="judged", caller=caller)
+    num_relevant = _validation.check_num_relevant(
+        num_relevant, scores, segments, max_segments, caller=caller
+    )
+    item_context = {"judged": judged, **(item_context or {})}
+    list_context = {"num_relevant": num_relevant, **(list_context or {})}
     k = _validation.check_k(k, caller=caller)
     ignore_ties = _validation.check_bool(ignore_ties, name="ignore_ties", caller=caller)
     gain = (options or {}).get("gain")
@@ -253,11 +265,9 @@ def evaluate(
         gain=gain,
     )
     context = {
-        name: lists.layout(value)
-        for name, value in (item_context or {}).items()
-        if value is not None
+        name: lists.layout(value) for name, value in item_context.items() if value is not None
     }
-    context.update({name: v for name, v in (list_context or {}).items() if v is not None})
+    context.update({name: v for name, v in list_context.items() if v is not None})
     n = lists.scores.shape[-1]
     options = formula.options(k, options or {})
     static = tuple(sorted((name, options.pop(name)) for name in formula.static))
@@ -274,10 +284,11 @@ def evaluate(
         rank_k=rank_k,
         ignore_ties=ignore_ties,
     )
-    if "num_relevant" in context:
-        value = _check_num_relevant(value, lists, context, caller=caller)
-    if "num_judged_nonrelevant" in context:
-        value = _check_num_judged_nonrelevant(value, lists, context, caller=caller)
+    for name, relevant, kind in _LIST_COUNTS:
+        if name in context:
+            value = _check_list_count(
+                value, lists, context, name=name, relevant=relevant, kind=kind, caller=caller
+            )
     if not _validation.is_concrete(lists.scores, lists.labels, lists.where):
         # Traced inputs were not checked (decision 0003): a list holding a NaN
         # score or a refused label gives NaN. Concrete ones were refused above.
@@ -296,50 +307,34 @@ def evaluate(
     return lists.per_list(value)
 
 
-@jax.jit
-def _relevant_counts(labels, where, judged):
-    relevant = _lists.valid(labels, where) & (labels != 0)
+# The per-list counts a caller may give, each at least the list's own items of
+# its kind: (context name, whether those items are relevant, their name).
+_LIST_COUNTS = (
+    ("num_relevant", True, "relevant"),
+    ("num_judged_nonrelevant", False, "judged non-relevant"),
+)
+
+
+@functools.partial(jax.jit, static_argnames=("relevant",))
+def _own_counts(labels, where, judged, *, relevant):
+    """Per list, the real (and judged) items labelled non-zero, or with ``relevant=False`` 0."""
+    items = _lists.valid(labels, where) & ((labels != 0) if relevant else (labels == 0))
     if judged is not None:
-        relevant = relevant & judged
-    return jnp.sum(relevant, axis=-1)
+        items = items & judged
+    return jnp.sum(items, axis=-1)
 
 
-def _check_num_relevant(value, lists, context, *, caller):
-    """Refuse (or, traced, NaN) a list whose ``num_relevant`` is below its own relevant items."""
-    total = context["num_relevant"]
-    below = total < _relevant_counts(lists.labels, lists.where, context.get("judged"))
+def _check_list_count(value, lists, context, *, name, relevant, kind, caller):
+    """Refuse (or, traced, NaN) a list whose ``context[name]`` is below its own ``kind`` items."""
+    total = context[name]
+    own = _own_counts(lists.labels, lists.where, context.get("judged"), relevant=relevant)
+    below = total < own
     if _validation.is_concrete(below):
         if bool(jnp.any(below)):
             raise ValueError(
-                f"{caller} got num_relevant below the number of relevant items in a list; "
-                "it counts every relevant item of the list, retrieved or not."
+                f"{caller} got {name} below the number of {kind} items in a list; "
+                f"it counts every {kind} item of the list, retrieved or not."
             )
         return value
-    _validation.traced_check(~jnp.any(below), f"{caller} got num_relevant below a list's count.")
-    return jnp.where(below, jnp.nan, value)
-
-
-@jax.jit
-def _judged_nonrelevant_counts(labels, where, judged):
-    nonrelevant = _lists.valid(labels, where) & (labels == 0)
-    if judged is not None:
-        nonrelevant = nonrelevant & judged
-    return jnp.sum(nonrelevant, axis=-1)
-
-
-def _check_num_judged_nonrelevant(value, lists, context, *, caller):
-    """Refuse (or, traced, NaN) a list whose count is below its own judged non-relevant items."""
-    total = context["num_judged_nonrelevant"]
-    below = total < _judged_nonrelevant_counts(lists.labels, lists.where, context.get("judged"))
-    if _validation.is_concrete(below):
-        if bool(jnp.any(below)):
-            raise ValueError(
-                f"{caller} got num_judged_nonrelevant below the number of judged non-relevant "
-                "items in a list; it counts every judged non-relevant item of the list, "
-                "retrieved or not."
-            )
-        return value
-    _validation.traced_check(
-        ~jnp.any(below), f"{caller} got num_judged_nonrelevant below a list's count."
-    )
+    _validation.traced_check(~jnp.any(below), f"{caller} got {name} below a list's count.")
     return jnp.where(below, jnp.nan, value)

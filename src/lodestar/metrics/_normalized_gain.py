@@ -378,13 +378,11 @@ def binary_normalized_gain(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    caller = "binary_normalized_gain"
-    judged = _validation.check_item_mask(judged, scores, name="judged", caller=caller)
     return _kernel.evaluate(
         BINARY_NORMALIZED_GAIN,
         scores,
         labels,
-        caller=caller,
+        caller="binary_normalized_gain",
         k=k,
         ignore_ties=ignore_ties,
         where=where,
@@ -392,12 +390,8 @@ def binary_normalized_gain(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        item_context={"judged": judged},
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller=caller
-            )
-        },
+        judged=judged,
+        num_relevant=num_relevant,
     )
 
 

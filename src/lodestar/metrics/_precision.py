@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _docs
 from lodestar.metrics import _kernel
 
 
@@ -211,9 +211,5 @@ def recall(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller="recall"
-            )
-        },
+        num_relevant=num_relevant,
     )

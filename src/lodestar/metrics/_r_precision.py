@@ -181,11 +181,7 @@ def r_precision(
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
         options={"multiple": multiple},
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller="r_precision"
-            )
-        },
+        num_relevant=num_relevant,
     )
 
 
@@ -276,9 +272,5 @@ def relative_precision(
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
         options={"cutoff": None if k is None else float(k)},
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller="relative_precision"
-            )
-        },
+        num_relevant=num_relevant,
     )

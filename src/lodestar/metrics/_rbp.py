@@ -287,7 +287,5 @@ def rank_biased_precision_residual(
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
         options={"p": p},
-        item_context={
-            "judged": _validation.check_item_mask(judged, scores, name="judged", caller=caller)
-        },
+        judged=judged,
     )

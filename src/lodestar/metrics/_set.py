@@ -105,29 +105,6 @@ SET_F = _kernel.Formula("set_f", _set_f)
 UTILITY = _kernel.Formula("utility", _utility)
 
 
-def _evaluate(formula, caller, scores, labels, k, ignore_ties, num_relevant, where, packed, **more):
-    segments, max_segments, max_segment_size = packed
-    return _kernel.evaluate(
-        formula,
-        scores,
-        labels,
-        caller=caller,
-        k=k,
-        ignore_ties=ignore_ties,
-        where=where,
-        segments=segments,
-        max_segments=max_segments,
-        max_segment_size=max_segment_size,
-        nonnegative_labels=True,
-        list_context={
-            "num_relevant": _validation.check_num_relevant(
-                num_relevant, scores, segments, max_segments, caller=caller
-            )
-        },
-        **more,
-    )
-
-
 @_docs.shared
 def set_precision(
     scores: Num[Array, "*batch n"],
@@ -198,16 +175,18 @@ def set_precision(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _evaluate(
+    return _kernel.evaluate(
         SET_PRECISION,
-        "set_precision",
         scores,
         labels,
-        k,
-        ignore_ties,
-        None,
-        where,
-        (segments, max_segments, max_segment_size),
+        caller="set_precision",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
     )
 
 
@@ -271,16 +250,19 @@ def set_recall(
     References:
       trec_eval's ``m_set_recall.c``. https://github.com/usnistgov/trec_eval
     """
-    return _evaluate(
+    return _kernel.evaluate(
         SET_RECALL,
-        "set_recall",
         scores,
         labels,
-        k,
-        ignore_ties,
-        num_relevant,
-        where,
-        (segments, max_segments, max_segment_size),
+        caller="set_recall",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        num_relevant=num_relevant,
     )
 
 
@@ -345,16 +327,19 @@ def set_relative_precision(
     References:
       trec_eval's ``m_set_rel_P.c``. https://github.com/usnistgov/trec_eval
     """
-    return _evaluate(
+    return _kernel.evaluate(
         SET_RELATIVE_PRECISION,
-        "set_relative_precision",
         scores,
         labels,
-        k,
-        ignore_ties,
-        num_relevant,
-        where,
-        (segments, max_segments, max_segment_size),
+        caller="set_relative_precision",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        num_relevant=num_relevant,
     )
 
 
@@ -431,16 +416,19 @@ def set_average_precision(
     References:
       trec_eval's ``m_set_map.c``. https://github.com/usnistgov/trec_eval
     """
-    return _evaluate(
+    return _kernel.evaluate(
         SET_AVERAGE_PRECISION,
-        "set_average_precision",
         scores,
         labels,
-        k,
-        ignore_ties,
-        num_relevant,
-        where,
-        (segments, max_segments, max_segment_size),
+        caller="set_average_precision",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        num_relevant=num_relevant,
     )
 
 
@@ -528,16 +516,19 @@ def set_f(
     beta = _validation.check_float_in_range(
         beta, name="beta", caller="set_f", low=0.0, high=float("inf"), closed="left"
     )
-    return _evaluate(
+    return _kernel.evaluate(
         SET_F,
-        "set_f",
         scores,
         labels,
-        k,
-        ignore_ties,
-        num_relevant,
-        where,
-        (segments, max_segments, max_segment_size),
+        caller="set_f",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        num_relevant=num_relevant,
         options={"beta": beta},
     )
 
@@ -647,16 +638,19 @@ def utility(
             "fourth coefficient is not 0; pass num_documents=0 for trec_eval's value "
             "without -N."
         )
-    return _evaluate(
+    return _kernel.evaluate(
         UTILITY,
-        "utility",
         scores,
         labels,
-        k,
-        ignore_ties,
-        num_relevant,
-        where,
-        (segments, max_segments, max_segment_size),
+        caller="utility",
+        k=k,
+        ignore_ties=ignore_ties,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        nonnegative_labels=True,
+        num_relevant=num_relevant,
         options={
             "coefficients": coefficients,
             "num_documents": None if num_documents is None else float(num_documents),
