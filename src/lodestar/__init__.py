@@ -64,18 +64,10 @@ __all__ = [
     "value_checks_under_jit",
 ]
 
-_SUBMODULES = {
-    "datasets",
-    "evaluation",
-    "losses",
-    "metrics",
-    "sklearn",
-    "smooth",
-    "stats",
-    "streaming",
-}
 _FROM_EVALUATION = {"Evaluation", "compare", "evaluate"}
 _FROM_VALIDATION = {"InvalidParameterError", "value_checks_under_jit"}
+# Every other public name is a submodule.
+_SUBMODULES = set(__all__) - _FROM_EVALUATION - _FROM_VALIDATION
 
 
 def __getattr__(name: str):

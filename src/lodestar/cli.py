@@ -577,15 +577,9 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     if args.json and any(r.family == "relstring" for r in requests):
         raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
-    if args.plot:
-        _check_plotting()
-    if out is None:
-        raise OSError("standard output is closed; there is nowhere to write the results")
-    progress = _Progress(mode=args.progress)
+    progress = _start(args, out)
     try:
-        progress.begin(f"reading {args.qrels}")
-        qrels = _open(args.qrels, _read.read_qrels)
-        _evaluate.check_relevance(qrels, definitions)
+        qrels = _read_qrels(args, definitions, progress)
         _check_err_ceiling(qrels, requests, ceiling)
         progress.begin(f"reading {args.run}")
         run = _open(args.run, _read.read_run)
@@ -676,6 +670,27 @@ def _check_plotting() -> None:
         raise UsageError(_plots.MISSING)
 
 
+def _start(args, out) -> _Progress:
+    """The progress line of evaluate and compare, once what would fail late is refused.
+
+    Without matplotlib for ``--plot``, or with standard output closed, the
+    command fails before it reads a file rather than after the evaluation.
+    """
+    if args.plot:
+        _check_plotting()
+    if out is None:
+        raise OSError("standard output is closed; there is nowhere to write the results")
+    return _Progress(mode=args.progress)
+
+
+def _read_qrels(args, definitions: _evaluate.Definitions, progress: _Progress) -> _read.TrecFile:
+    """The qrels of ``args``, refused if a relevance does not suit ``definitions``."""
+    progress.begin(f"reading {args.qrels}")
+    qrels = _open(args.qrels, _read.read_qrels)
+    _evaluate.check_relevance(qrels, definitions)
+    return qrels
+
+
 def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
     """Each run's name: its runid where every runid is distinct, else its path."""
     runids = [r.runid for r in runs if r.runid is not None]
@@ -695,15 +710,9 @@ def _run_compare(args: argparse.Namespace, out) -> int:
     if not requests:
         raise UsageError("compare needs at least one measure")
     definitions = _definitions(args)
-    if args.plot:
-        _check_plotting()
-    if out is None:
-        raise OSError("standard output is closed; there is nowhere to write the results")
-    progress = _Progress(mode=args.progress)
+    progress = _start(args, out)
     try:
-        progress.begin(f"reading {args.qrels}")
-        qrels = _open(args.qrels, _read.read_qrels)
-        _evaluate.check_relevance(qrels, definitions)
+        qrels = _read_qrels(args, definitions, progress)
         runs = []
         for path in args.runs:
             progress.begin(f"reading {path}")

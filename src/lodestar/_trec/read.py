@@ -291,6 +291,11 @@ def _read_lines(name: str, data: bytes, *, qrels: bool) -> TrecFile:
         parsed = _numbers(
             name, values, line_numbers, kind=float, what="a finite number as the score"
         )
+    return _encoded(name, qids, docnos, parsed, runid, line_numbers, data)
+
+
+def _encoded(name, qids, docnos, values, runid, lines, data) -> TrecFile:
+    """A :class:`TrecFile` of the records, ids coded in their order of first appearance."""
     query_ids = list(dict.fromkeys(qids))
     query_code = dict(zip(query_ids, range(len(query_ids)), strict=True))
     vocabulary = list(dict.fromkeys(docnos))
@@ -301,9 +306,9 @@ def _read_lines(name: str, data: bytes, *, qrels: bool) -> TrecFile:
         query_ids,
         np.fromiter(map(docno_code.__getitem__, docnos), np.int32, len(docnos)),
         pa.array(vocabulary, pa.binary()),
-        parsed,
+        values,
         runid,
-        line_numbers,
+        lines,
         data,
     )
 
@@ -381,18 +386,8 @@ def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) ->
         what = "an integer relevance" if qrels else "a finite number as the score"
         tokens = [str(v).encode() for v in values]
         parsed = _numbers(name, tokens, lines, kind=int if qrels else float, what=what, field=False)
-    query_ids = list(dict.fromkeys(qid_bytes))
-    query_code = dict(zip(query_ids, range(len(query_ids)), strict=True))
-    vocabulary = list(dict.fromkeys(docno_bytes))
-    docno_code = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
-    return TrecFile(
-        name,
-        np.fromiter(map(query_code.__getitem__, qid_bytes), np.int32, len(qid_bytes)),
-        query_ids,
-        np.fromiter(map(docno_code.__getitem__, docno_bytes), np.int32, len(docno_bytes)),
-        pa.array(vocabulary, pa.binary()),
-        parsed,
-        None if qrels else (_identifier(runid, what="run ids") if runid is not None else None),
-        lines,
-        b"",
-    )
+    if qrels or runid is None:
+        runid = None
+    else:
+        runid = _identifier(runid, what="run ids")
+    return _encoded(name, qid_bytes, docno_bytes, parsed, runid, lines, b"")
