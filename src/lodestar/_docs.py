@@ -2,7 +2,9 @@
 
 A public docstring names a shared text with a marker line such as
 ``{{where}}``, and :func:`shared` replaces the marker with the text at the
-marker's indentation. There are two kinds of shared text:
+marker's indentation. A marker may name several texts, as
+``{{ignore_ties, where, packed}}``: they follow one another in that order.
+There are two kinds of shared text:
 
 * :data:`ARGS` holds entries of an ``Args:`` section. A line that starts a
   new argument (``name: text``) sits at the marker's indentation; its
@@ -34,6 +36,36 @@ _WHERE = "where: ``(..., n)`` boolean mask; False marks padding."
 
 ARGS = {
     "scores": "scores: ``(..., n)`` scores the ranking is made from; higher ranks first.",
+    # The labels of the binary measures, the graded ones and those that only count items.
+    "binary_labels": (
+        "labels: ``(..., n)`` relevance judgements, non-negative; any non-zero\nvalue is relevant."
+    ),
+    "graded_labels": "labels: ``(..., n)`` graded relevance, non-negative.",
+    "judged_binary_labels": (
+        "labels: ``(..., n)`` relevance judgements, non-negative; any non-zero\n"
+        "value of a judged item is relevant."
+    ),
+    "shape_labels": (
+        "labels: ``(..., n)`` relevance judgements, non-negative; only their\nshape is used."
+    ),
+    # The cut-off of the set measures and of the measures scoring the first k positions.
+    "retrieved_k": (
+        "k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).\n"
+        "None retrieves the whole list."
+    ),
+    "counted_k": (
+        "k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).\n"
+        "None counts over the whole list."
+    ),
+    "read_k_over_relevant": (
+        "k: Only the first ``k`` positions are read (trec_eval's ``-M``); the\n"
+        "denominator stays :math:`R`. None, or a ``k`` past ``n``, reads the\n"
+        "whole list."
+    ),
+    "scored_k": (
+        "k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,\n"
+        "scores the whole list."
+    ),
     "ignore_ties": (
         "ignore_ties: Rank tied scores by descending index instead of averaging\nover their orders."
     ),
@@ -77,8 +109,14 @@ ARGS = {
         "ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks\n"
         "padding."
     ),
+    # The multiple-testing corrections of lodestar.stats.
+    "p_values": (
+        "p_values: ``(..., m)`` p-values in [0, 1]; each row along the last axis\n"
+        "is one family of ``m`` hypotheses."
+    ),
     # The smooth metrics and the softened losses.
     "temperature": "temperature: :math:`T` in (0, inf), in the units of the scores.",
+    "loss_labels": "labels: ``(..., n)`` non-negative relevance labels.",
     # The losses: how a batch of lists is masked, weighted, reduced and packed.
     "loss_batch": (
         _WHERE + "\n"
@@ -97,7 +135,36 @@ _LOSS_NAN_UNDER_JIT = (
     "gives NaN (see *Bad values under jit* in the module docstring)."
 )
 
+# The exact measures' refusals: of ``k``, and of shapes and values.
+_VALUE_ERROR = "ValueError: ``scores`` and ``labels`` differ in shape or are scalars;\n"
+
 BLOCKS = {
+    "invalid_k": "InvalidParameterError: ``k`` is not None and not an int >= 1.",
+    "invalid_k_gain": (
+        "InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is\n  unknown."
+    ),
+    "value_error": (
+        _VALUE_ERROR + "  ``where`` is not a boolean array of the same shape; on concrete inputs,\n"
+        "  a real item holds NaN or infinity, or a negative label."
+    ),
+    "value_error_judged": (
+        _VALUE_ERROR + "  ``where`` or ``judged`` is not a boolean array of the same shape; on\n"
+        "  concrete inputs, a real item holds NaN or infinity, or a negative label."
+    ),
+    "value_error_num_relevant": (
+        _VALUE_ERROR + "  ``where`` is not a boolean array of the same shape; ``num_relevant``\n"
+        "  has the wrong shape; on concrete inputs, a real item holds NaN or\n"
+        "  infinity, or a negative label, or ``num_relevant`` is below the list's\n"
+        "  own relevant items or not a whole number."
+    ),
+    "expected_count": (
+        "``(...)`` the expected count of each list, in [0, min(n, k)]. 0 for a\n"
+        "list with no real items; NaN for a list with a NaN score."
+    ),
+    "p_values_error": (
+        "ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN\n"
+        "  or a value outside [0, 1]."
+    ),
     "loss_nan_under_jit": _LOSS_NAN_UNDER_JIT,
     "loss_returns": (
         'A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for\n'
@@ -119,14 +186,16 @@ BLOCKS = {
 
 assert not ARGS.keys() & BLOCKS.keys(), "a marker must name one shared text"
 
-_MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<name>\w+)\}\}[ \t]*$", re.MULTILINE)
+_MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<names>\w+(?:, \w+)*)\}\}[ \t]*$", re.MULTILINE)
 
 F = TypeVar("F", bound=Callable)
 
 
 def _render(match: re.Match) -> str:
-    indent = match["indent"]
-    name = match["name"]
+    return "\n".join(_text(name, match["indent"]) for name in match["names"].split(", "))
+
+
+def _text(name: str, indent: str) -> str:
     if name in BLOCKS:
         return "\n".join(indent + line if line else line for line in BLOCKS[name].split("\n"))
     lines = []

@@ -27,6 +27,7 @@ def prepare(
     max_segments=None,
     max_segment_size=None,
     gain=None,
+    temperature: float | None = None,
 ) -> _segments.Lists:
     """Validate ``(scores, labels, where)`` and lay packed lists out for a kernel.
 
@@ -42,12 +43,16 @@ def prepare(
       gain: The gain the labels go through, if any: with ``"exp2"``, a list
         whose gains overflow the compute dtype is refused (checked on each
         list once laid out, after the other value checks).
+      temperature: The smooth functions' temperature, if any, already checked
+        as a positive float: one below the smallest normal number of the
+        compute dtype is refused, under ``jit`` too.
 
     Returns:
       The :class:`lodestar._segments.Lists` to hand a kernel.
 
     Raises:
       ValueError: a static check fails, or on concrete arrays a value check.
+      InvalidParameterError: ``temperature`` is too small for the compute dtype.
     """
     scores, labels, where = _validation.check_lists(scores, labels, where, caller=caller)
     _validation.check_values(
@@ -62,9 +67,10 @@ def prepare(
         max_segment_size=max_segment_size,
         caller=caller,
     )
-    _validation.check_gains(
-        lists.labels, lists.where, gain, compute_dtype(scores, labels), caller=caller
-    )
+    dtype = compute_dtype(scores, labels)
+    _validation.check_gains(lists.labels, lists.where, gain, dtype, caller=caller)
+    if temperature is not None:
+        _validation.check_temperature(temperature, dtype, caller=caller)
     return lists
 
 
@@ -98,13 +104,6 @@ def floating(scores: jax.Array, labels: jax.Array, valid: jax.Array):
     s = jnp.where(valid, scores.astype(dtype), 0)
     y = jnp.where(valid, labels.astype(dtype), 0)
     return s, y, dtype
-
-
-def check_temperature(temperature: float, lists: _segments.Lists, *, caller: str) -> None:
-    """Refuse a temperature below the smallest normal number of the lists' compute dtype."""
-    _validation.check_temperature(
-        temperature, compute_dtype(lists.scores, lists.labels), caller=caller
-    )
 
 
 def nan_rule(value, scores, labels, where, s, *, nonnegative_labels: bool = False, gain=None):

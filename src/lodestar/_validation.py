@@ -751,12 +751,12 @@ def _per_list_array(value, scores, segments, max_segments, *, name: str, caller:
 def check_list_count(value, scores, segments, max_segments, *, name: str, caller: str):
     """Check a per-list count named ``name`` (``num_relevant``, ``num_judged_nonrelevant`` ...).
 
-    Its shape is the result's: the scores' batch shape, with ``max_segments``
-    appended for packed lists.
+    Returns it as an array of the result's shape (see :func:`_per_list_array`),
+    or None.
 
     Raises:
-      ValueError: it is not real-valued or has another shape; on concrete
-        arrays, it holds NaN, infinity, a negative or a fractional value.
+      ValueError: as :func:`_per_list_array`; on concrete arrays, it holds NaN,
+        infinity, a negative or a fractional value.
     """
     if value is None:
         return None
@@ -798,12 +798,11 @@ def check_item_mask(mask, scores, *, name: str, caller: str):
 def check_per_list_values(values, scores, segments, max_segments, *, name: str, caller: str):
     """Check a per-list array of non-negative reals (RBP's ``max_label``); return it as an array.
 
-    Its shape is the result's: the scores' batch shape, with ``max_segments``
-    appended for packed lists.
+    Its shape is the result's (see :func:`_per_list_array`).
 
     Raises:
-      ValueError: it is not real-valued or has another shape; on concrete
-        arrays, it holds NaN, infinity or a negative value.
+      ValueError: as :func:`_per_list_array`; on concrete arrays, it holds NaN,
+        infinity or a negative value.
     """
     values = _per_list_array(
         values,

@@ -159,10 +159,9 @@ def _prepare(
         caller=caller,
         nonnegative_labels=nonnegative_labels,
         gain=gain,
+        temperature=temperature,
         **packing,
     )
-    if temperature is not None:
-        _lists.check_temperature(temperature, lists, caller=caller)
     weights = _lists.check_weights(weights, lists.scores.shape[:-1], caller=caller)
     return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
 
@@ -406,9 +405,7 @@ def softmax_loss(
     A list whose labels sum to 0 has no target distribution and a loss of 0.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` non-negative relevance labels.
-      {{loss_batch}}
+      {{scores, loss_labels, loss_batch}}
 
     Returns:
       {{loss_returns}}
@@ -650,9 +647,7 @@ def lambda_loss(
     no gradient; the gradient flows through the logistic pair terms only.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` non-negative relevance labels.
-      {{loss_batch}}
+      {{scores, loss_labels, loss_batch}}
       k: Optimise NDCG@k; None for the whole list.
       mu: :math:`\mu \ge 0`, the weight of the NDCG-Loss2 term. 0 gives the
         LambdaRank weights alone. The default 10 is allRank's.
@@ -751,10 +746,7 @@ def approx_ndcg_loss(
     ...)``; see :func:`lodestar.smooth.ndcg` for the soft cut-off at ``k``.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` non-negative relevance labels.
-      {{loss_batch}}
-      {{temperature}}
+      {{scores, loss_labels, loss_batch, temperature}}
       k: Optimise NDCG@k (a soft cut-off); None for the whole list.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper and in
         Rax), ``"linear"`` or a callable applied to the labels.
@@ -849,10 +841,7 @@ def neural_ndcg_loss(
     Padding takes no row and no column of :math:`\hat P`.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` non-negative relevance labels.
-      {{loss_batch}}
-      {{temperature}}
+      {{scores, loss_labels, loss_batch, temperature}}
       k: Optimise NDCG@k: only the first ``k`` positions count; None for all.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper),
         ``"linear"`` or a callable applied to the labels.

@@ -257,8 +257,7 @@ def ranks(
     permutahedron average them).
 
     Args:
-      {{scores}}
-      {{temperature}}
+      {{scores, temperature}}
       method: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``.
       where: ``(..., n)`` boolean mask; False marks padding, which gets rank 0.
@@ -307,8 +306,8 @@ def ranks(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        temperature=temperature,
     )
-    _lists.check_temperature(temperature, lists, caller="ranks")
     return lists.per_item(_ranks_kernel(lists.scores, lists.where, temperature, method=method))
 
 
@@ -351,8 +350,7 @@ def dcg(
       k: Soft cut-off at the top ``k`` positions; None scores the whole list.
       log_base: Base :math:`b` of the discount, in (0, inf).
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
-      {{where}}
-      {{packed}}
+      {{where, packed}}
 
     Returns:
       ``(...)`` smooth DCG of each list; 0 for a list with no real item; under
@@ -398,8 +396,8 @@ def dcg(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         gain=gain,
+        temperature=temperature,
     )
-    _lists.check_temperature(temperature, lists, caller="dcg")
     value = _dcg_kernel(
         lists.scores,
         lists.labels,
@@ -443,15 +441,12 @@ def ndcg(
     :func:`lodestar.metrics.ndcg` as :math:`T \to 0`.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` graded relevance, non-negative.
-      {{temperature}}
+      {{scores, graded_labels, temperature}}
       method: The soft rank; see :func:`ranks`.
       k: Soft cut-off at the top ``k`` positions (see :func:`dcg`); the ideal
         is cut exactly at ``k``. None scores the whole list.
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
-      {{where}}
-      {{packed}}
+      {{where, packed}}
 
     Returns:
       ``(...)`` smooth NDCG of each list; 0 with no relevant or no real item.
@@ -496,8 +491,8 @@ def ndcg(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         gain=gain,
+        temperature=temperature,
     )
-    _lists.check_temperature(temperature, lists, caller="ndcg")
     value = _ndcg_kernel(
         lists.scores,
         lists.labels,
@@ -551,8 +546,7 @@ def reciprocal_rank(
       labels: ``(..., n)`` relevance; any non-zero value is relevant.
       {{temperature}}
       method: The soft rank; see :func:`ranks`.
-      {{where}}
-      {{packed}}
+      {{where, packed}}
 
     Returns:
       ``(...)`` smooth reciprocal rank of each list, in [0, 1]; 0 for a list
@@ -589,8 +583,8 @@ def reciprocal_rank(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
+        temperature=temperature,
     )
-    _lists.check_temperature(temperature, lists, caller="reciprocal_rank")
     value = _reciprocal_rank_kernel(
         lists.scores, lists.labels, lists.where, temperature, method=method
     )

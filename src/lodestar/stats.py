@@ -67,7 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _validation
+from lodestar import _docs, _validation
 from lodestar._validation import InvalidParameterError
 
 __all__ = [
@@ -957,12 +957,12 @@ def _check_p_values(p_values, *, caller: str):
     return p
 
 
+@_docs.shared
 def bonferroni(p_values):
     """Bonferroni's family-wise correction: ``min(1, m p)`` for ``m`` p-values.
 
     Args:
-      p_values: ``(..., m)`` p-values in [0, 1]; each row along the last axis
-        is one family of ``m`` hypotheses.
+      {{p_values}}
 
     Returns:
       The adjusted p-values, same shape and float dtype. Rejecting where the
@@ -970,8 +970,7 @@ def bonferroni(p_values):
       rate at ``alpha``.
 
     Raises:
-      ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN
-        or a value outside [0, 1].
+      {{p_values_error}}
 
     Example:
       >>> from lodestar import stats
@@ -991,6 +990,7 @@ def _bonferroni(p):
     return jnp.minimum(p * p.shape[-1], 1.0)
 
 
+@_docs.shared
 def holm(p_values):
     """Holm's step-down family-wise correction of ``m`` p-values.
 
@@ -1003,15 +1003,13 @@ def holm(p_values):
     ``p.adjust(p, "holm")``.
 
     Args:
-      p_values: ``(..., m)`` p-values in [0, 1]; each row along the last axis
-        is one family of ``m`` hypotheses.
+      {{p_values}}
 
     Returns:
       The adjusted p-values, same shape and float dtype, in the input's order.
 
     Raises:
-      ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN
-        or a value outside [0, 1].
+      {{p_values_error}}
 
     Example:
       >>> from lodestar import stats

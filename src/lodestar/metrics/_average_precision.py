@@ -80,16 +80,11 @@ def average_precision(
     of :math:`m` items starting before ``k``: one pass without ties.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       k: Only relevant items within the first ``k`` positions contribute; the
         denominator stays :math:`R`. None, or a ``k`` past ``n``, looks at the
         whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` average precision of each list, in [0, 1]. A list with no
@@ -97,10 +92,7 @@ def average_precision(
       score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error}}
 
     Example:
       Relevant items at ranks 1 and 3 give (1/1 + 2/3) / 2; with all four

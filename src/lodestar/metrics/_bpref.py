@@ -112,12 +112,7 @@ def bpref(
       k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
         normalisers stay :math:`R` and :math:`N`. None, or a ``k`` past
         ``n``, reads the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{num_judged_nonrelevant}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, num_judged_nonrelevant, judged, where, packed}}
 
     Returns:
       ``(...)`` bpref of each list, in [0, 1]. 0 for a list with no relevant
@@ -126,7 +121,7 @@ def bpref(
       relevant items retrieved within ``k``. NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      {{invalid_k}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` or ``num_judged_nonrelevant`` does not hold one

@@ -51,11 +51,7 @@ def _num_nonrelevant_judged_retrieved(lists: _kernel.Lists, k):
 def _unjudged(lists: _kernel.Lists, k, *, cutoff):
     unjudged = lists.valid & ~judged_mask(lists)
     found = _precision.relevant_in_top(lists, unjudged, k)
-    if cutoff is None:
-        slots = jnp.sum(lists.valid, axis=-1).astype(lists.dtype)
-    else:
-        slots = jnp.asarray(cutoff, lists.dtype)
-    return _kernel.ratio_or_zero(found, slots)
+    return _kernel.ratio_or_zero(found, _precision.slots(lists, cutoff))
 
 
 NUM_RETRIEVED = _kernel.Formula("num_retrieved", _num_retrieved)
@@ -64,9 +60,7 @@ NUM_RELEVANT_RETRIEVED = _kernel.Formula("num_relevant_retrieved", _num_relevant
 NUM_NONRELEVANT_JUDGED_RETRIEVED = _kernel.Formula(
     "num_nonrelevant_judged_retrieved", _num_nonrelevant_judged_retrieved
 )
-UNJUDGED = _kernel.Formula(
-    "unjudged", _unjudged, with_cutoff=lambda k: {"cutoff": None if k is None else float(k)}
-)
+UNJUDGED = _kernel.Formula("unjudged", _unjudged, with_cutoff=_precision.requested_cutoff)
 
 
 @_docs.shared
@@ -88,24 +82,17 @@ def num_retrieved(
     change nothing.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; only their
-        shape is used.
+      {{scores, shape_labels}}
       k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
         None counts every real item.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` the count of each list, a whole number in the floating dtype.
       0 for a list with no real items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error}}
 
     Example:
       >>> import jax.numpy as jnp
@@ -160,16 +147,10 @@ def num_relevant(
     not). It depends on no order, so ties change nothing.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       k: Accepted for uniformity and ignored: trec_eval's ``-M`` does not
         change ``num_rel``, and relevant items past ``k`` still count.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, judged, where, packed}}
 
     Returns:
       ``(...)`` the count of each list, a whole number in the floating dtype.
@@ -178,7 +159,7 @@ def num_relevant(
       for a list with no real items. NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      {{invalid_k}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` has the wrong shape; on concrete inputs, a real item
@@ -250,25 +231,13 @@ def num_relevant_retrieved(
     tie block holding relevant and non-relevant items.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None counts over the whole list.
-      {{ignore_ties}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{scores, binary_labels, counted_k, ignore_ties, judged, where, packed}}
 
     Returns:
-      ``(...)`` the expected count of each list, in [0, min(n, k)]. 0 for a
-      list with no real items; NaN for a list with a NaN score.
+      {{expected_count}}
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` or ``judged`` is not a boolean array of the same shape; on
-        concrete inputs, a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error_judged}}
 
     Example:
       One relevant item ties with a non-relevant one for positions 2 and 3:
@@ -334,22 +303,13 @@ def num_nonrelevant_judged_retrieved(
       {{scores}}
       labels: ``(..., n)`` relevance judgements, non-negative; a judged item
         labelled 0 is non-relevant.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None counts over the whole list.
-      {{ignore_ties}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{counted_k, ignore_ties, judged, where, packed}}
 
     Returns:
-      ``(...)`` the expected count of each list, in [0, min(n, k)]. 0 for a
-      list with no real items; NaN for a list with a NaN score.
+      {{expected_count}}
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` or ``judged`` is not a boolean array of the same shape; on
-        concrete inputs, a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error_judged}}
 
     Example:
       The third item was never judged:
@@ -415,15 +375,10 @@ def unjudged(
     non-relevant.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; only their
-        shape is used.
+      {{scores, shape_labels}}
       k: The number of positions; also the denominator. None scores the whole
         list over its number of real items.
-      {{ignore_ties}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, judged, where, packed}}
 
     Returns:
       ``(...)`` the share of each list, in [0, 1]. 0 without ``judged`` (every
@@ -431,10 +386,7 @@ def unjudged(
       a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` or ``judged`` is not a boolean array of the same shape; on
-        concrete inputs, a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error_judged}}
 
     Example:
       The unjudged item ties with a judged one for positions 2 and 3:
@@ -455,7 +407,7 @@ def unjudged(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="unjudged")
+    _validation.check_k(k, caller="unjudged")
     return _kernel.evaluate(
         UNJUDGED,
         scores,
@@ -468,6 +420,5 @@ def unjudged(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        options={"cutoff": None if k is None else float(k)},
         judged=judged,
     )

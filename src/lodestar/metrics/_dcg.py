@@ -136,16 +136,13 @@ def dcg(
     Args:
       {{scores}}
       labels: ``(..., n)`` graded relevance of each item.
-      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
-        scores the whole list.
+      {{scored_k}}
       log_base: Base :math:`b` of the positional discount, in (0, inf). A base
         below 1 makes the discounts, and so the score, negative; a base of 1
         makes every discount 0.
       gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
         (:math:`2^\ell - 1`), or a callable applied to the labels.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` DCG of each list. Unbounded above: it grows with the label
@@ -250,10 +247,7 @@ def ndcg(
     (``-m ndcg.1=3,2=9``), and with ``k`` its ``ndcg_cut_k``.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` graded relevance, non-negative.
-      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
-        scores the whole list.
+      {{scores, graded_labels, scored_k}}
       gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
         (:math:`2^\ell - 1`), a :class:`GainTable` (trec_eval's gains per
         relevance level), or a callable applied to the labels. The ideal
@@ -264,9 +258,7 @@ def ndcg(
         with ``segments``.
       ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
         padding.
-      {{judged_gain}}
-      {{where}}
-      {{packed}}
+      {{judged_gain, where, packed}}
 
     Returns:
       ``(...)`` NDCG of each list, in [0, 1] for non-negative gains (with
@@ -276,8 +268,7 @@ def ndcg(
       the checks below refuse).
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
-        unknown.
+      {{invalid_k_gain}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; ``ideal_labels``
         does not share the batch shape, or comes with ``segments``;

@@ -147,11 +147,7 @@ def err(
         (0, inf). Required: the maximum of each list would make a list's
         value depend on what it retrieved, and the maximum of a batch on the
         other lists.
-      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
-        scores the whole list.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{scored_k, ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` ERR of each list, in [0, 1). 0 for a list with no item of

@@ -74,9 +74,7 @@ def reciprocal_rank(
       labels: ``(..., n)`` relevance judgements; any non-zero value is relevant.
       k: Only a first relevant item within the first ``k`` positions counts.
         None, or a ``k`` past ``n``, looks at the whole list.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` reciprocal rank of each list, in [0, 1]. 1 when a relevant item
@@ -85,7 +83,7 @@ def reciprocal_rank(
       of the result to get MRR. NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      {{invalid_k}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
         a real item holds NaN or infinity.
@@ -154,14 +152,10 @@ def hits(
             = 1 - \prod_{j=0}^{c-1} \frac{m - r - j}{m - j}.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       k: The number of positions. None, or a ``k`` past ``n``, looks at the
         whole list (1 whenever an item is relevant).
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` hits of each list, in [0, 1]; exactly 0 or 1 without ties. A
@@ -169,10 +163,7 @@ def hits(
       The plain mean over lists is the hit rate (trec_eval's ``success_k``).
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error}}
 
     Example:
       One relevant item among three tied for the top: a hit at 1 one time in

@@ -157,25 +157,15 @@ def inferred_average_precision(
     block (decision 0016): one pass without ties.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value of a judged item is relevant.
-      k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
-        denominator stays :math:`R`. None, or a ``k`` past ``n``, reads the
-        whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{judged}}
-      {{pooled}}
-      {{where}}
-      {{packed}}
+      {{scores, judged_binary_labels, read_k_over_relevant}}
+      {{ignore_ties, num_relevant, judged, pooled, where, packed}}
 
     Returns:
       ``(...)`` infAP of each list, in [0, 1]. 0 for a list with no relevant
       item; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      {{invalid_k}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where``, ``judged`` or ``pooled`` is not a boolean array of the
         same shape; ``num_relevant`` does not hold one count per list; on

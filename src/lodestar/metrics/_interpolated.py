@@ -399,17 +399,12 @@ def interpolated_precision(
     value is exact.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       recall: A recall level in [0, 1], or a sequence of them (trec_eval's
         default levels are ``ELEVEN_POINTS``, 0.0, 0.1, …, 1.0).
       k: Rank only the first ``k`` positions (trec_eval's ``-M``). None ranks
         the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` for one level, ``(..., levels)`` for a sequence: values in
@@ -419,11 +414,7 @@ def interpolated_precision(
     Raises:
       InvalidParameterError: ``recall`` is not a float in [0, 1] or a
         non-empty sequence of them; ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has another shape than one count per list; on concrete inputs, a real
-        item holds NaN or infinity, or a negative label, or ``num_relevant``
-        is not a whole number at least the list's relevant items.
+      {{value_error_num_relevant}}
 
     Example:
       Relevant items at ranks 2 and 3: precision 1/2 and 2/3 there, so 2/3
@@ -503,18 +494,13 @@ def eleven_point_average(
     :math:`2.4 \cdot 10^{-4}` as :func:`interpolated_precision` says.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       recall: The recall levels, each in [0, 1]; a level listed twice counts
         twice (trec_eval's ``11pt_avg.0.2,0.5,0.8`` is the older 3-point
         average).
       k: Rank only the first ``k`` positions (trec_eval's ``-M``). None ranks
         the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` values in [0, 1]; 0 for a list with no relevant item ranked
@@ -523,11 +509,7 @@ def eleven_point_average(
     Raises:
       InvalidParameterError: ``recall`` is not a non-empty sequence of floats
         in [0, 1] (or one such float); ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has another shape than one count per list; on concrete inputs, a real
-        item holds NaN or infinity, or a negative label, or ``num_relevant``
-        is not a whole number at least the list's relevant items.
+      {{value_error_num_relevant}}
 
     Example:
       Relevant items at ranks 1 and 3 of two: interpolated precision 1 at the

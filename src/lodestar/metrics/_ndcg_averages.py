@@ -282,17 +282,12 @@ def ndcg_at_relevant(
     negative, that is for non-negative gains, and with ``ignore_ties``.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` graded relevance, non-negative.
+      {{scores, graded_labels}}
       k: Score only the first ``k`` positions (trec_eval's ``-M``); the ideal
         is not cut. None scores the whole list.
       gain: ``"linear"`` (the label, trec_eval's default), ``"exp2"``, a
         :class:`GainTable` (trec_eval's ``ndcg_rel.1=3,2=9``) or a callable.
-      {{ignore_ties}}
-      {{ideal_pool}}
-      {{judged_gain}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, ideal_pool, judged_gain, where, packed}}
 
     Returns:
       ``(...)`` values in [0, 1] for non-negative gains when the ideal holds
@@ -300,8 +295,7 @@ def ndcg_at_relevant(
       its ideal or without real items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
-        unknown.
+      {{invalid_k_gain}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``ideal_labels`` does not share the batch shape or comes with
@@ -387,8 +381,7 @@ def ndcg_at_gain_levels(
     means: each item gets the mean of :math:`d\,\omega` over its block.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` graded relevance, non-negative.
+      {{scores, graded_labels}}
       k: Score only the first ``k`` positions (trec_eval's ``-M``); the ideal
         is not cut. None scores the whole list.
       gain: ``"linear"`` (the label, trec_eval's default), ``"exp2"``, a
@@ -397,10 +390,7 @@ def ndcg_at_gain_levels(
       num_relevant: ``(...)`` trec_eval's ``num_rel``, the relevant judged
         items of each list; a list with none scores 0. None counts the
         non-zero ``ideal_labels`` (or the list's relevant items).
-      {{ideal_pool}}
-      {{judged_gain}}
-      {{where}}
-      {{packed}}
+      {{ideal_pool, judged_gain, where, packed}}
 
     Returns:
       ``(...)`` values, in [0, 1] for non-negative gains when the ideal holds
@@ -409,16 +399,15 @@ def ndcg_at_gain_levels(
       relevant items all gain 0 or less); NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
-        unknown.
+      {{invalid_k_gain}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
-        ``ideal_labels`` does not share the batch shape or comes with
-        ``segments``; ``ideal_where`` comes without ``ideal_labels`` or differs
-        from it in shape; ``num_relevant`` has another shape than one count
-        per list; on concrete inputs, a real item holds NaN or infinity, or a
-        negative label, or ``num_relevant`` is not a whole number at least the
-        list's relevant items.
+        ``num_relevant`` has the wrong shape; ``ideal_labels`` does not share
+        the batch shape or comes with ``segments``; ``ideal_where`` comes
+        without ``ideal_labels`` or differs from it in shape; on concrete
+        inputs, a real item holds NaN or infinity, or a negative label, or
+        ``num_relevant`` is below the list's own relevant items or not a whole
+        number.
 
     Example:
       Gains 2 and 1 ranked in reverse: the ideal's gain changes at depths 1

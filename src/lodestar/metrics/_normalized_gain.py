@@ -333,17 +333,8 @@ def binary_normalized_gain(
     computes both exactly, O(m^2) per block (decision 0016).
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value of a judged item is relevant.
-      k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
-        denominator stays :math:`R`. None, or a ``k`` past ``n``, reads the
-        whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{scores, judged_binary_labels, read_k_over_relevant}}
+      {{ignore_ties, num_relevant, judged, where, packed}}
 
     Returns:
       ``(...)`` binG of each list, in [0, 1]; 1 when every relevant item is
@@ -351,7 +342,7 @@ def binary_normalized_gain(
       item; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      {{invalid_k}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` does not hold one count per list; on concrete
@@ -474,16 +465,14 @@ def normalized_gain(
         (:math:`2^\ell - 1`), or a callable applied to the labels, such as a
         lookup of trec_eval's ``level=gain`` table. Gains may be 0 or
         negative, as in trec_eval.
-      {{ignore_ties}}
-      {{judged}}
+      {{ignore_ties, judged}}
       ideal_labels: ``(..., m)`` labels of every judged item of each list,
         retrieved or not, for the ideal; None uses the judged real items of
         the list. It must hold every judged item's label for the value to
         stay finite. Not with ``segments``.
       ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
         padding.
-      {{where}}
-      {{packed}}
+      {{where, packed}}
 
     Returns:
       ``(...)`` G of each list, in [0, 1] for non-negative gains; 1 for the
@@ -491,8 +480,7 @@ def normalized_gain(
       when the ideal's total gain is 0; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain``
-        is unknown.
+      {{invalid_k_gain}}
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``ideal_labels`` does not share the batch shape or comes with

@@ -19,13 +19,26 @@ def relevant_in_top(lists: _kernel.Lists, relevant, k):
     return lists.ranking.weighted_sum(relevant.astype(lists.dtype), table)
 
 
+def requested_cutoff(k: int | None) -> dict[str, float | None]:
+    """The ``with_cutoff`` of a measure over the ``k`` positions asked for (see :func:`slots`)."""
+    return {"cutoff": None if k is None else float(k)}
+
+
+def slots(lists: _kernel.Lists, cutoff):
+    """The positions a measure divides by: the requested ``k``, past a short list's end too.
+
+    Without a cut-off, the real items of each list. ``cutoff`` comes from
+    :func:`requested_cutoff`, since the ``k`` a formula sees is clipped to the
+    list length.
+    """
+    if cutoff is None:
+        return jnp.sum(lists.valid, axis=-1).astype(lists.dtype)
+    return jnp.asarray(cutoff, lists.dtype)
+
+
 def _precision(lists: _kernel.Lists, k, *, cutoff):
     found = relevant_in_top(lists, lists.relevant(), k)
-    if cutoff is None:
-        slots = jnp.sum(lists.valid, axis=-1).astype(lists.dtype)
-    else:
-        slots = jnp.asarray(cutoff, lists.dtype)
-    return _kernel.ratio_or_zero(found, slots)
+    return _kernel.ratio_or_zero(found, slots(lists, cutoff))
 
 
 def _recall(lists: _kernel.Lists, k):
@@ -37,7 +50,7 @@ def _recall(lists: _kernel.Lists, k):
 PRECISION = _kernel.Formula(
     "precision",
     _precision,
-    with_cutoff=lambda k: {"cutoff": None if k is None else float(k)},
+    with_cutoff=requested_cutoff,
 )
 RECALL = _kernel.Formula("recall", _recall)
 
@@ -71,24 +84,17 @@ def precision(
     :math:`[a_i, a_i + t_i)`.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       k: The number of positions; also the denominator. None scores the whole
         list over its number of real items.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` precision of each list, in [0, 1]. 0 for a list with no real
       items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error}}
 
     Example:
       The relevant item ties with another for positions 2 and 3, so half of it
@@ -158,25 +164,17 @@ def recall(
             \frac{|[a_i, a_i + t_i) \cap [0, k)|}{t_i}.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       k: The number of positions. None, or a ``k`` past ``n``, looks at the
         whole list (recall 1 whenever an item is relevant).
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` recall of each list, in [0, 1]. A list with no relevant item
       scores 0; it is never dropped. NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error}}
 
     Example:
       Of two relevant items, one is first and one ties for positions 2 and 3:

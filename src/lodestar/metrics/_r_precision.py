@@ -60,18 +60,15 @@ def _r_precision(lists: _kernel.Lists, k, *, multiple):
 def _relative_precision(lists: _kernel.Lists, k, *, cutoff):
     relevant = lists.relevant()
     found = _precision.relevant_in_top(lists, relevant, k)
-    if cutoff is None:
-        slots = jnp.sum(lists.valid, axis=-1).astype(lists.dtype)
-    else:
-        slots = jnp.asarray(cutoff, lists.dtype)
-    return _kernel.ratio_or_zero(found, jnp.minimum(slots, lists.relevant_total(relevant)))
+    best = jnp.minimum(_precision.slots(lists, cutoff), lists.relevant_total(relevant))
+    return _kernel.ratio_or_zero(found, best)
 
 
 R_PRECISION = _kernel.Formula("r_precision", _r_precision)
 RELATIVE_PRECISION = _kernel.Formula(
     "relative_precision",
     _relative_precision,
-    with_cutoff=lambda k: {"cutoff": None if k is None else float(k)},
+    with_cutoff=_precision.requested_cutoff,
 )
 
 
@@ -109,18 +106,13 @@ def r_precision(
     the relevant items: exact, O(n).
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       multiple: The multiple of :math:`R` to cut at, in (0, inf) (trec_eval's
         ``Rprec_mult`` parameters: 0.2, 0.4, ..., 2.0 by default).
       k: Only the first ``k`` positions are retrieved (trec_eval's ``-M``);
         the denominator stays :math:`c`. None, or a ``k`` past ``n``, looks at
         the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` R-precision of each list, in [0, 1]. 0 for a list with no
@@ -129,11 +121,7 @@ def r_precision(
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1;
         ``multiple`` is not a real number in (0, inf).
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has the wrong shape; on concrete inputs, a real item holds NaN or
-        infinity, or a negative label, or ``num_relevant`` is below the list's
-        own relevant items or not a whole number.
+      {{value_error_num_relevant}}
 
     Example:
       Two relevant items, one first and one tied for positions 2 and 3:
@@ -215,26 +203,16 @@ def relative_precision(
     |[a_i, a_i + t_i) \cap [0, k)| / t_i`, and the value is exact.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       k: The number of positions. None uses the number of real items.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` relative precision of each list, in [0, 1]. 0 for a list with
       no relevant item or no real items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has the wrong shape; on concrete inputs, a real item holds NaN or
-        infinity, or a negative label, or ``num_relevant`` is below the list's
-        own relevant items or not a whole number.
+      {{invalid_k, value_error_num_relevant}}
 
     Example:
       Two relevant items: at ``k=4`` both are found, so the value is 1 where
@@ -258,7 +236,7 @@ def relative_precision(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    k = _validation.check_k(k, caller="relative_precision")
+    _validation.check_k(k, caller="relative_precision")
     return _kernel.evaluate(
         RELATIVE_PRECISION,
         scores,
@@ -271,6 +249,5 @@ def relative_precision(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
-        options={"cutoff": None if k is None else float(k)},
         num_relevant=num_relevant,
     )

@@ -109,9 +109,7 @@ def rank_biased_precision(
         documents, retrieved or not.
       k: Only the first ``k`` positions are read (trec_eval's ``-M``). None,
         or a ``k`` past ``n``, reads the whole list.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` RBP of each list, in [0, 1). 0 for a list with no positive
@@ -225,16 +223,11 @@ def rank_biased_precision_residual(
     The mean is exact.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; only their
-        shape is used.
+      {{scores, shape_labels}}
       p: The persistence, in (0, 1); trec_eval's default is 0.9.
       k: Only the first ``k`` positions are read (trec_eval's ``-M``). None,
         or a ``k`` past ``n``, reads the whole list.
-      {{ignore_ties}}
-      {{judged}}
-      {{where}}
-      {{packed}}
+      {{ignore_ties, judged, where, packed}}
 
     Returns:
       ``(...)`` the residual of each list, in [0, 1]. 0 without ``judged``
@@ -244,9 +237,7 @@ def rank_biased_precision_residual(
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1; ``p`` is
         not a real number in (0, 1).
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` or ``judged`` is not a boolean array of the same shape; on
-        concrete inputs, a real item holds NaN or infinity, or a negative label.
+      {{value_error_judged}}
 
     Example:
       The second of three items is unjudged, with ``p=0.5``:

@@ -134,24 +134,14 @@ def set_precision(
     :math:`K`.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None retrieves the whole list.
-      {{ignore_ties}}
-      {{where}}
-      {{packed}}
+      {{scores, binary_labels, retrieved_k, ignore_ties, where, packed}}
 
     Returns:
       ``(...)`` set precision of each list, in [0, 1]. 0 for a list with no
       real items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; on concrete inputs,
-        a real item holds NaN or infinity, or a negative label.
+      {{invalid_k, value_error}}
 
     Example:
       Three items retrieved; at ``k=10`` precision divides by 10, set
@@ -211,27 +201,14 @@ def set_recall(
     mean :math:`\mathbb{E}[X] / R`. It equals :func:`recall` at the same ``k``.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None retrieves the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{scores, binary_labels, retrieved_k, ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` set recall of each list, in [0, 1]. 0 for a list with no
       relevant item; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has the wrong shape; on concrete inputs, a real item holds NaN or
-        infinity, or a negative label, or ``num_relevant`` is below the list's
-        own relevant items or not a whole number.
+      {{invalid_k, value_error_num_relevant}}
 
     Example:
       Two of the query's four relevant documents were retrieved:
@@ -287,27 +264,14 @@ def set_relative_precision(
     value is :math:`X / \min(K, R)`, and with ties its exact mean.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None retrieves the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{scores, binary_labels, retrieved_k, ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` relative set precision of each list, in [0, 1]. 0 for a list
       with no relevant item or no real items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has the wrong shape; on concrete inputs, a real item holds NaN or
-        infinity, or a negative label, or ``num_relevant`` is below the list's
-        own relevant items or not a whole number.
+      {{invalid_k, value_error_num_relevant}}
 
     Example:
       Two of three retrieved items are relevant, of two relevant in all:
@@ -375,27 +339,14 @@ def set_average_precision(
     :math:`c (m - c)\, r (m - r) / (m^2 (m - 1))`. Exact.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None retrieves the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{scores, binary_labels, retrieved_k, ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` set MAP of each list, in [0, 1]. 0 for a list with no relevant
       item or no real items; NaN for a list with a NaN score.
 
     Raises:
-      InvalidParameterError: ``k`` is not None and not an int >= 1.
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has the wrong shape; on concrete inputs, a real item holds NaN or
-        infinity, or a negative label, or ``num_relevant`` is below the list's
-        own relevant items or not a whole number.
+      {{invalid_k, value_error_num_relevant}}
 
     Example:
       Four tied items, two relevant, and the first two retrieved: 0, 1 or 2
@@ -462,19 +413,12 @@ def set_f(
     the value is its exact mean. A list with :math:`X = 0` scores 0.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       beta: trec_eval's ``set_F`` parameter, the weight of recall against
         precision, in [0, inf): 1 is the balanced F1, 0 is set precision.
         It enters linearly, so it is the *square* of van Rijsbergen's (and
         scikit-learn's) :math:`\beta`.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None retrieves the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{retrieved_k, ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` F of each list, in [0, 1]. 0 for a list with no relevant item
@@ -483,11 +427,7 @@ def set_f(
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1; ``beta``
         is not a real number in [0, inf).
-      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
-        ``where`` is not a boolean array of the same shape; ``num_relevant``
-        has the wrong shape; on concrete inputs, a real item holds NaN or
-        infinity, or a negative label, or ``num_relevant`` is below the list's
-        own relevant items or not a whole number.
+      {{value_error_num_relevant}}
 
     Example:
       Two of three retrieved items are relevant, of four relevant in all
@@ -568,21 +508,14 @@ def utility(
     is the number of relevant minus non-relevant items retrieved.
 
     Args:
-      {{scores}}
-      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
-        value is relevant.
+      {{scores, binary_labels}}
       coefficients: :math:`(c_1, c_2, c_3, c_4)`, four finite floats, in
         trec_eval's order (``utility.1,-1,0,0``).
       num_documents: :math:`N`, the number of documents in the collection
         (trec_eval's ``-N``), an int >= 0. Needed when :math:`c_4 \ne 0`;
         trec_eval takes 0 when ``-N`` is absent, which makes the last cell
         negative, and ``num_documents=0`` reproduces that.
-      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
-        None retrieves the whole list.
-      {{ignore_ties}}
-      {{num_relevant}}
-      {{where}}
-      {{packed}}
+      {{retrieved_k, ignore_ties, num_relevant, where, packed}}
 
     Returns:
       ``(...)`` utility of each list, any real number. 0 for a list with no
