@@ -96,6 +96,18 @@ def traced_check(ok: jax.Array, message: str) -> None:
         checkify.debug_check(ok, message)
 
 
+def refuse_if(failed: jax.Array, message: str) -> None:
+    """Raise ``ValueError(message)`` if ``failed`` holds; on a traced flag, :func:`traced_check`.
+
+    A concrete input inside someone else's trace still gives a traced flag.
+    """
+    if is_concrete(failed):
+        if bool(failed):
+            raise ValueError(message)
+    else:
+        traced_check(jnp.logical_not(failed), message)
+
+
 class InvalidParameterError(ValueError, TypeError):
     """A parameter has the wrong type or a value outside its valid range.
 
@@ -520,13 +532,7 @@ def check_gains(labels, where, gain, dtype, *, caller: str, name: str = "labels"
     overflow = gain_overflows(gain, labels, where, dtype)
     if overflow is None:
         return
-    failed = jnp.any(overflow)
-    message = exp2_overflow_message(dtype, name=name)
-    if is_concrete(failed):
-        if bool(failed):
-            raise ValueError(message)
-    else:
-        traced_check(jnp.logical_not(failed), message)
+    refuse_if(jnp.any(overflow), exp2_overflow_message(dtype, name=name))
 
 
 def check_labels_at_most(
@@ -544,13 +550,7 @@ def check_labels_at_most(
     message = f"Input labels contains a value greater than {name}={bound!r} in {caller}."
     valid = jnp.ones(labels.shape, bool) if where is None else where
     # Infinity is left to check_values, whose message names it.
-    exceeded = jnp.any(valid & jnp.isfinite(labels) & (labels > bound))
-    # Concrete inputs inside someone else's trace still give a traced flag.
-    if is_concrete(exceeded):
-        if bool(exceeded):
-            raise ValueError(message)
-    else:
-        traced_check(jnp.logical_not(exceeded), message)
+    refuse_if(jnp.any(valid & jnp.isfinite(labels) & (labels > bound)), message)
 
 
 def check_ideal(
@@ -600,12 +600,7 @@ def check_ideal(
             *checks,
         ]
     for message, bad in checks:
-        failed = jnp.any(real & bad)
-        if is_concrete(failed):
-            if bool(failed):
-                raise ValueError(message)
-        else:
-            traced_check(jnp.logical_not(failed), message)
+        refuse_if(jnp.any(real & bad), message)
     others = [scores] if labels is None else [scores, labels]
     dtype = compute_dtype(*(dtype_of(x) for x in others))
     check_gains(ideal_labels, ideal_where, gain, dtype, caller=caller, name="ideal_labels")

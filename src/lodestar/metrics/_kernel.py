@@ -232,9 +232,11 @@ def evaluate(
       max_segment_size: See :mod:`lodestar._segments`.
       nonnegative_labels: Refuse negative labels in real items.
       judged: The public ``judged`` mask, or None; checked here (first) and
-        laid out as the item context ``judged``.
+        laid out as the item context ``judged`` unless ``item_context`` has
+        one, checked by the caller.
       num_relevant: The public ``num_relevant`` counts, or None; checked here
-        (after ``judged``) and passed as the list context ``num_relevant``.
+        (after ``judged``) and passed as the list context ``num_relevant``
+        unless ``list_context`` has one.
       options: The formula's options, already validated.
       item_context: Extra per-item ``(..., n)`` arrays (None entries dropped),
         laid out with the lists.
