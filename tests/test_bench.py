@@ -30,6 +30,7 @@ def public_rows(k=_bench.DEFAULT_K):
     return list(_bench.exact_rows(k))
 
 
+@pytest.mark.slow  # every row of the benchmark, timed: half a minute
 def test_every_metric_timed_against_the_sort_with_its_memory(tmp_path, capsys):
     status, out, report = run_bench(
         tmp_path,

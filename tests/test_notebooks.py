@@ -16,6 +16,7 @@ import jax
 import matplotlib
 import nbformat
 import pytest
+import tiers
 
 matplotlib.use("Agg")
 
@@ -52,7 +53,16 @@ def test_notebook_is_valid_and_stripped(path):
             assert cell.execution_count is None, f"cell {index} has an execution count"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+# The training notebook trains for most of a minute even at its quick size:
+# the slow tier runs it, and so does the documentation build in .ci/run.
+@pytest.mark.parametrize(
+    "path",
+    tiers.params(
+        NOTEBOOKS,
+        default=[p for p in NOTEBOOKS if "training" not in p.name],
+        ids=[p.name for p in NOTEBOOKS],
+    ),
+)
 def test_notebook_runs(path, monkeypatch):
     notebook = nbformat.read(path, as_version=4)
     monkeypatch.setenv("LODESTAR_NOTEBOOK_QUICK", "1")

@@ -88,6 +88,9 @@ def test_padded_batched_metrics_match_sklearn_rows(batch, data):
         padded_scores[row, slots] = scores[row]
         padded_labels[row, slots] = labels[row]
         where[row, slots] = True
+    got_dcg = metrics.dcg(padded_scores, padded_labels, k=k, where=where)
+    got_ndcg = metrics.ndcg(padded_scores, padded_labels, k=k, where=where)
+    got_rr = metrics.reciprocal_rank(padded_scores, padded_labels, k=k, where=where)
     for row in range(rows):
         expected_dcg = sklearn_metrics.dcg_score(labels[row : row + 1], scores[row : row + 1], k=k)
         expected_ndcg = sklearn_metrics.ndcg_score(
@@ -98,13 +101,10 @@ def test_padded_batched_metrics_match_sklearn_rows(batch, data):
             if n <= 7
             else None
         )
-        got_dcg = metrics.dcg(padded_scores, padded_labels, k=k, where=where)[row]
-        got_ndcg = metrics.ndcg(padded_scores, padded_labels, k=k, where=where)[row]
-        np.testing.assert_allclose(got_dcg, expected_dcg, **TOL)
-        np.testing.assert_allclose(got_ndcg, expected_ndcg, **TOL)
+        np.testing.assert_allclose(got_dcg[row], expected_dcg, **TOL)
+        np.testing.assert_allclose(got_ndcg[row], expected_ndcg, **TOL)
         if expected_rr is not None:
-            got_rr = metrics.reciprocal_rank(padded_scores, padded_labels, k=k, where=where)[row]
-            np.testing.assert_allclose(got_rr, expected_rr, **TOL)
+            np.testing.assert_allclose(got_rr[row], expected_rr, **TOL)
 
 
 @given(batches())
