@@ -119,7 +119,9 @@ def test_long_lists_take_other_engine_paths_to_the_same_value(key):
     scores = rng.integers(0, 12, (3, 624)).astype(np.float64)
     labels = rng.integers(0, 4, (3, 624)).astype(np.float64)
     scores[:, slots], labels[:, slots] = short_scores, short_labels
-    for k in [None, 3, 10, 100] if measure(key).cutoff else [None]:
+    # k = 3 is below the 24 real items, k = 100 above them: the top-k method
+    # serves both on the long rows.
+    for k in [None, 3, 100] if measure(key).cutoff else [None]:
         for ignore_ties in (False, True):
             options = dict(ignore_ties=ignore_ties, **cut(key, k))
             short = metric(key)(short_scores, short_labels, **options)
