@@ -353,17 +353,30 @@ def _value_checks(scores, labels, *, caller, nonnegative_labels):
     return checks
 
 
-@functools.partial(jax.jit, static_argnames=("names",))
-def _failures(scores, labels, where, names):
-    valid = jnp.ones(scores.shape, bool) if where is None else where
+def _failure_flags(xp, scores, labels, where, names):
+    """Per check in ``names``, whether a real item fails it; ``xp`` is NumPy or jax.numpy."""
+    valid = xp.ones(scores.shape, bool) if where is None else where
     tests = {
-        "scores-nan": lambda: jnp.isnan(scores),
-        "scores-inf": lambda: jnp.isinf(scores),
-        "labels-nan": lambda: jnp.isnan(labels),
-        "labels-inf": lambda: jnp.isinf(labels),
+        "scores-nan": lambda: xp.isnan(scores),
+        "scores-inf": lambda: xp.isinf(scores),
+        "labels-nan": lambda: xp.isnan(labels),
+        "labels-inf": lambda: xp.isinf(labels),
         "labels-negative": lambda: labels < 0,
     }
-    return jnp.stack([jnp.any(valid & tests[name]()) for name in names])
+    return xp.stack([xp.any(valid & tests[name]()) for name in names])
+
+
+_failures = jax.jit(functools.partial(_failure_flags, jnp), static_argnames=("names",))
+
+
+def _in_host_memory(*arrays) -> bool:
+    """Whether every array (None aside) is a NumPy array or lives on CPU devices only."""
+    return all(
+        a is None
+        or isinstance(a, np.ndarray)
+        or all(device.platform == "cpu" for device in a.devices())
+        for a in arrays
+    )
 
 
 def check_values(
@@ -394,7 +407,13 @@ def check_values(
         return
     names = tuple(name for name, _ in checks)
     if is_concrete(scores, labels, where):
-        failed = np.asarray(_failures(scores, labels, where, names))
+        if _in_host_memory(scores, labels, where):
+            # NumPy reads CPU arrays in place, and compiles nothing per shape:
+            # a new shape costs one program (the kernel's), not two.
+            mask = None if where is None else np.asarray(where)
+            failed = _failure_flags(np, np.asarray(scores), np.asarray(labels), mask, names)
+        else:
+            failed = np.asarray(_failures(scores, labels, where, names))
         for (_, message), bad in zip(checks, failed, strict=True):
             if bad:
                 raise ValueError(message)
