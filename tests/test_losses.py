@@ -38,7 +38,13 @@ LOSSES = {
 NAMES = list(LOSSES)
 
 
-@pytest.fixture(params=NAMES)
+# The default tier runs the per-loss tests on a listwise loss, a pairwise loss
+# with lambda weights and cut-off, and the Sinkhorn-sorted one; the slow tier
+# on every loss (each also runs in the default tier's packed-list, NaN-rule and
+# scikit-learn or Rax agreement tests).
+@pytest.fixture(
+    params=tiers.params(NAMES, default=("softmax_loss", "lambda_loss", "neural_ndcg_loss"))
+)
 def loss(request):
     return LOSSES[request.param]
 

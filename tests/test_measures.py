@@ -167,7 +167,7 @@ WHERE = rng.random((4, 3, 50)) < 0.85
 
 
 @pytest.mark.parametrize("key", tiers.measure_params())
-@pytest.mark.parametrize("k", [None, 5, 60])
+@pytest.mark.parametrize("k", [None, 5])
 def test_jit_vmap_and_batching_agree(key, k):
     if k is not None and not measure(key).cutoff:
         pytest.skip("takes no cut-off")
@@ -224,7 +224,8 @@ def test_half_precision_is_computed_in_float32(key, dtype):
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
+# Ranking integers by value is the engine's, whatever the formula.
+@pytest.mark.parametrize("key", tiers.engine_params())
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_])
 def test_integer_and_boolean_scores_are_ranked_by_value(key, dtype):
     if dtype == np.bool_:

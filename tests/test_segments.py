@@ -84,15 +84,13 @@ LOSSES = {
 }
 PER_LIST = {**EXACT, **SMOOTH}
 # The packing is shared machinery (lodestar._segments): the default tier packs
-# one exact measure of each kind of reduction, one smooth method and two losses
+# two exact measures, one smooth method and one loss
 # (tests/tiers.py); the slow tier every function above.
 DEFAULT_TIER = (
     "ndcg_k3_exp2",
     "average_precision_k3",
-    "err_k2",
     "ndcg_sigmoid",
     "ranks_sigmoid",
-    "softmax_loss",
     "lambda_loss",
 )
 

@@ -6,6 +6,7 @@ DCG inputs here have non-negative labels, so nothing cancels).
 
 import numpy as np
 import pytest
+import tiers
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -140,7 +141,7 @@ def test_large_lists_match_sklearn_on_every_engine_path():
             )
 
 
-@pytest.mark.parametrize("n", [100, 300, 1000])
+@pytest.mark.parametrize("n", tiers.params([100, 300, 1000], default=(300,)))
 def test_metrics_with_a_cut_off_match_sklearn_on_the_top_k_path(n):
     # lodestar.metrics exploits a small k (the top-k method); rows hold heavy
     # ties, blocks straddling k, padding-free and padded lists alike (padding

@@ -23,11 +23,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import rax_compat
+import tiers
 from jax.test_util import check_grads
 
 from lodestar import InvalidParameterError, _soft_ranks, metrics, smooth
 
 METHODS = smooth.METHODS
+# Robustness sweeps (finite values, finite differences, NaN, the smallest
+# temperature) in the default tier on the sigmoid ranks and the permutahedron
+# projection, the two most different methods; every method in the slow tier.
+# Convergence, padding and jit/vmap run on every method in both tiers.
+SWEPT_METHODS = tiers.params(METHODS, default=("sigmoid", "permutahedron"))
 TEMPERATURES = (1.0, 0.1, 0.01, 0.001)
 
 
@@ -164,7 +170,7 @@ def _metrics_and_grads(method, scores, labels, where):
     return every_function(scores), jax.grad(total)(scores)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 def test_values_and_gradients_are_finite(method):
     for dtype in (jnp.float32, jnp.bfloat16):
         scores, labels, where = _hard_batch(dtype)
@@ -211,7 +217,7 @@ def test_tied_scores_share_a_rank():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 def test_gradients_match_finite_differences(method):
     rng = np.random.default_rng(2)
     scores = tie_free(rng, (2, 6), gap=0.2)
@@ -547,7 +553,7 @@ def test_long_sigmoid_ranks_never_hold_the_pairs_in_memory():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 def test_one_nan_score_makes_the_whole_list_nan_under_jit_and_vmap(method):
     scores = jnp.array([[0.1, jnp.nan, 0.5, 0.3], [0.1, 0.9, 0.5, 0.3]])
     where = jnp.array([[True, True, True, False], [True] * 4])
@@ -593,7 +599,7 @@ def test_temperature_below_the_smallest_normal_is_refused(method, dtype):
         )
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 @pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
 @pytest.mark.parametrize("scale", [1.0, 1e6])
 def test_the_smallest_normal_temperature_gives_the_hard_ranks(method, dtype, scale):

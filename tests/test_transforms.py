@@ -213,7 +213,9 @@ def test_exp2_gain_is_exact_for_integer_grades_in_float64():
     np.testing.assert_array_equal(got, 2.0 ** labels[:, 0] - 1)
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
+# Tiling is the kernel's, whatever the formula (tests/tiers.py): the default
+# tier's measures, and in the slow tier one of every metrics module.
+@pytest.mark.parametrize("key", tiers.engine_params())
 def test_large_batches_tiled_like_one_call(monkeypatch, key):
     # Large batches run tile by tile (metrics._kernel._over_tiles). Shrink the tile so
     # that small batches take that path: 37 lists make 12 tiles and a tail,

@@ -11,7 +11,9 @@ a required option (``err``'s ``max_label``) and a summed, judged count
 (``num_rel_ret``). Every metrics module keeps its own tests in the default
 tier as well (tests/test_set_measures.py, tests/test_ndcg_family.py, ...).
 The slow tier (``pytest -m slow``, which ``.ci/run`` runs too) sweeps every
-other measure; a new measure is swept there without being listed.
+other measure; a new measure is swept there without being listed. Sweeps of
+what the engine does whatever the formula (integer scores, tiling) take one
+measure of every module there (:data:`ONE_PER_MODULE`).
 """
 
 import pytest
@@ -19,6 +21,26 @@ import pytest
 from lodestar import _registry
 
 DEFAULT_TIER = ("ndcg", "map", "P", "err", "num_rel_ret")
+
+# For the sweeps of what the engine does whatever the formula (ranking integer
+# and boolean scores, tiling large batches), the slow tier takes one measure of
+# every module of lodestar.metrics rather than all 33.
+ONE_PER_MODULE = (
+    "dcg",  # _dcg
+    "mrr",  # _first_relevant
+    "map",  # _average_precision
+    "P",  # _precision
+    "err",  # _err
+    "num_rel_ret",  # _counts
+    "Rprec",  # _r_precision
+    "set_F",  # _set
+    "rbp",  # _rbp
+    "bpref",  # _bpref
+    "infAP",  # _infap
+    "binG",  # _normalized_gain
+    "iprec_at_recall",  # _interpolated
+    "ndcg_rel",  # _ndcg_averages
+)
 
 
 def params(values, *, default, ids=None):
@@ -34,3 +56,9 @@ def params(values, *, default, ids=None):
 def measure_params(keys=None):
     """``keys`` (every registry key by default) as pytest params, slow outside the default tier."""
     return params(_registry.MEASURES if keys is None else keys, default=DEFAULT_TIER)
+
+
+def engine_params():
+    """The default tier's measures, and in the slow tier one of every metrics module."""
+    keys = dict.fromkeys((*DEFAULT_TIER, *ONE_PER_MODULE))
+    return params(keys, default=DEFAULT_TIER)
