@@ -104,7 +104,7 @@ def test_num_relevant_counts_relevant_items_outside_the_list(key, batch, extra):
         np.testing.assert_allclose(got, expected, **TOL)
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
+@pytest.mark.parametrize("key", tiers.engine_params())
 def test_long_lists_take_other_engine_paths_to_the_same_value(key):
     # A tied list of 24 items alone (pairwise counting), and the same items
     # scattered among 600 padding slots with scores of their own (top-k, the
@@ -206,7 +206,7 @@ def test_float32_in_float32_out(key):
     np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
+@pytest.mark.parametrize("key", tiers.engine_params())
 def test_float32_by_default_without_x64(key):
     with jax.enable_x64(False):
         got = metric(key)(SCORES.astype(np.float32), LABELS.astype(np.int32))
@@ -214,7 +214,7 @@ def test_float32_by_default_without_x64(key):
         assert metric(key)(np.arange(5), np.arange(5) % 3).dtype == jnp.float32
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
+@pytest.mark.parametrize("key", tiers.engine_params())
 @pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16])
 def test_half_precision_is_computed_in_float32(key, dtype):
     scores = jnp.asarray(SCORES, dtype)

@@ -12,8 +12,8 @@ a required option (``err``'s ``max_label``) and a summed, judged count
 tier as well (tests/test_set_measures.py, tests/test_ndcg_family.py, ...).
 The slow tier (``pytest -m slow``, which ``.ci/run`` runs too) sweeps every
 other measure; a new measure is swept there without being listed. Sweeps of
-what the engine does whatever the formula (integer scores, tiling) take one
-measure of every module there (:data:`ONE_PER_MODULE`).
+what the engine does whatever the formula (engine paths, integer scores,
+dtypes, tiling) take one measure of every module there (:data:`ONE_PER_MODULE`).
 """
 
 import pytest
@@ -22,8 +22,9 @@ from lodestar import _registry
 
 DEFAULT_TIER = ("ndcg", "map", "P", "err", "num_rel_ret")
 
-# For the sweeps of what the engine does whatever the formula (ranking integer
-# and boolean scores, tiling large batches), the slow tier takes one measure of
+# For the sweeps of what the engine and the shared preparation do whatever the
+# formula (the engine path a list length picks, integer and boolean scores,
+# the compute dtype, tiling large batches), the slow tier takes one measure of
 # every module of lodestar.metrics rather than all 33.
 ONE_PER_MODULE = (
     "dcg",  # _dcg
