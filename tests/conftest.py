@@ -77,3 +77,16 @@ def pytest_runtest_logreport(report):
     if _TIMES and report.when == "call" or (_TIMES and report.when == "setup" and report.failed):
         with open(_TIMES, "a") as out:
             out.write(f"{report.duration:.3f}\t{report.nodeid}\n")
+
+
+# JAX's persistent compilation cache, shared by the workers of a run and kept
+# between runs (decision 0022): most of the suite's time is compilation, and a
+# second run, or the slow tier after the default one, loads what the first
+# compiled. LODESTAR_TEST_JAX_CACHE=DIR moves it, =0 turns it off.
+_JAX_CACHE = os.environ.get(
+    "LODESTAR_TEST_JAX_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "jax-tests")
+)
+if _JAX_CACHE != "0":
+    jax.config.update("jax_compilation_cache_dir", _JAX_CACHE)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

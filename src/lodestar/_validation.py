@@ -379,6 +379,25 @@ def _in_host_memory(*arrays) -> bool:
     )
 
 
+def host_numpy(*arrays):
+    """NumPy for concrete arrays in host memory, else ``jax.numpy``: the module to check them with.
+
+    Eager checks in NumPy compile nothing, where each ``jax.numpy`` call on a
+    new shape compiles a small program of its own.
+    """
+    return np if is_concrete(*arrays) and _in_host_memory(*arrays) else jnp
+
+
+def on_one_cpu_device(*arrays) -> bool:
+    """Whether every array (None aside) is a NumPy array or lives on one CPU device."""
+    return all(
+        a is None
+        or isinstance(a, np.ndarray)
+        or (len(a.devices()) == 1 and next(iter(a.devices())).platform == "cpu")
+        for a in arrays
+    )
+
+
 def check_values(
     scores: jax.Array,
     labels: jax.Array,
@@ -567,9 +586,11 @@ def check_labels_at_most(
       ValueError: on concrete inputs, a real label exceeds ``bound``.
     """
     message = f"Input labels contains a value greater than {name}={bound!r} in {caller}."
-    valid = jnp.ones(labels.shape, bool) if where is None else where
+    xp = host_numpy(labels, where)
+    valid = xp.ones(labels.shape, bool) if where is None else xp.asarray(where)
+    labels = xp.asarray(labels)
     # Infinity is left to check_values, whose message names it.
-    refuse_if(jnp.any(valid & jnp.isfinite(labels) & (labels > bound)), message)
+    refuse_if(xp.any(valid & xp.isfinite(labels) & (labels > bound)), message)
 
 
 def check_ideal(

@@ -62,7 +62,10 @@ class TrecFile(NamedTuple):
       lines: int64 ``(records,)`` 1-based line of each record, or None when
         the records are the file's content lines in order (found on demand
         by :meth:`line`).
-      data: The file's decompressed bytes, kept only to locate lines.
+      data: The decompressed bytes of standard input, kept only to locate
+        lines; None for a file, which :meth:`line` reads again (only a
+        refusal needs a line number, and a run's bytes can be most of the
+        program's memory).
     """
 
     path: str
@@ -73,13 +76,14 @@ class TrecFile(NamedTuple):
     values: np.ndarray
     runid: bytes | None
     lines: np.ndarray | None
-    data: bytes
+    data: bytes | None
 
     def line(self, record: int) -> int:
         """The 1-based line number of ``record``."""
         if self.lines is not None:
             return int(self.lines[record])
-        return int(content_lines(self.data)[record])
+        data = self.data if self.data is not None else read_bytes(self.path)
+        return int(content_lines(data)[record])
 
     def __len__(self) -> int:
         return len(self.query)
@@ -168,8 +172,10 @@ def _read(path, *, qrels: bool) -> TrecFile:
     data = read_bytes(path)
     found = _read_regular(name, data, qrels=qrels)
     if found is None:
-        found = _read_lines(name, data, qrels=qrels)
-    return found
+        return _read_lines(name, data, qrels=qrels)
+    # A file can be read again to locate a line; standard input cannot.
+    # (Not ``_replace``: a TrecFile's ``len`` counts its records.)
+    return found if name == "-" else TrecFile(*found[:-1], None)
 
 
 # --------------------------------------------------------------------------
@@ -201,7 +207,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
     names = [f"f{i}" for i in range(len(fields))]
     types = {n: pa.binary() for n in names}
     types[names[value_field]] = pa.int64() if qrels else pa.float64()
-    wanted = [names[0], names[2], names[value_field]] + ([] if qrels else [names[5]])
+    wanted = [names[0], names[2], names[value_field]]
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
@@ -232,24 +238,42 @@ def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
     values = table.column(names[value_field]).to_numpy()
     if not qrels and not np.isfinite(values).all():
         return None  # the line-by-line reader words the refusal
-    # pyarrow.compute makes its functions at import, where pyright cannot see them.
-    encode = pc.dictionary_encode  # pyright: ignore[reportAttributeAccessIssue]
-    query = encode(table.column(names[0]).combine_chunks())
-    docno = encode(table.column(names[2]).combine_chunks())
+    query_codes, query_ids = _encode(table, names[0])
+    table = table.drop_columns([names[0]])  # frees the query ids before the docnos are coded
+    docno_codes, docnos = _encode(table, names[2])
     runid = None
-    if not qrels and len(table):
-        runid = table.column(names[5])[-1].as_py()
+    if not qrels and len(values):
+        # The run is named by its last line's sixth field: read from that line
+        # alone, not parsed as a column of every line.
+        last = data.rstrip(b"\r\n")
+        runid = last[last.rfind(b"\n") + 1 :].rstrip(b"\r").split(delimiter.encode())[5]
     return TrecFile(
         name,
-        query.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
-        query.dictionary.to_pylist(),
-        docno.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False),
-        docno.dictionary,
+        query_codes,
+        query_ids.to_pylist(),
+        docno_codes,
+        docnos,
         values,
         runid,
         None,
         data,
     )
+
+
+def _encode(table: pa.Table, column: str) -> tuple[np.ndarray, pa.Array]:
+    """int32 codes of a binary column and its distinct values, in order of first appearance.
+
+    The column's chunks are coded in place, with one dictionary shared by
+    all of them (pyarrow codes a chunked array that way), so no combined copy
+    of the column is made.
+    """
+    # pyarrow.compute makes its functions at import, where pyright cannot see them.
+    encoded = pc.dictionary_encode(table.column(column))  # pyright: ignore[reportAttributeAccessIssue]
+    if not encoded.num_chunks:
+        return np.zeros(0, np.int32), pa.array([], pa.binary())
+    codes = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks]
+    dictionary = encoded.chunk(encoded.num_chunks - 1).dictionary
+    return np.concatenate(codes).astype(np.int32, copy=False), dictionary
 
 
 # --------------------------------------------------------------------------

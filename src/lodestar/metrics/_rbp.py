@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _ranking, _validation
@@ -181,7 +182,7 @@ def rank_biased_precision(
     )
     # Concrete NaN scores and labels were refused above, so a NaN left in a
     # concrete result is a label above its max_label.
-    if _validation.is_concrete(value) and bool(jnp.any(jnp.isnan(value))):
+    if _validation.is_concrete(value) and bool(np.isnan(np.asarray(value)).any()):
         raise ValueError(f"Input labels contains a value greater than max_label in {caller}.")
     return value
 
