@@ -172,11 +172,19 @@ def join(
     qrels_grades = qrels.values[usable]
     by_key = np.argsort(qrels_keys)
     qrels_keys, qrels_grades = qrels_keys[by_key], qrels_grades[by_key]
-    run_keys = run_query * width + run.docno
+    # A run holds millions of records, so its temporaries are made in place
+    # and dropped as soon as they are used.
+    run_keys = run_query * width
+    run_keys += run.docno
     found = np.searchsorted(qrels_keys, run_keys)
-    found = np.minimum(found, max(len(qrels_keys) - 1, 0))
-    pooled = (run_query >= 0) & (qrels_keys[found] == run_keys if len(qrels_keys) else False)
-    grade = np.where(pooled, qrels_grades[found] if len(qrels_keys) else 0, 0).astype(np.int64)
+    np.minimum(found, max(len(qrels_keys) - 1, 0), out=found)
+    pooled = run_query >= 0
+    if len(qrels_keys):
+        pooled &= qrels_keys[found] == run_keys
+    del run_keys
+    grade = np.where(pooled, qrels_grades[found] if len(qrels_keys) else 0, 0)
+    grade = grade.astype(np.int64, copy=False)
+    del found
 
     scores = run.values.astype(np.float32).astype(np.float64) if single_precision else run.values
     ranks = None
