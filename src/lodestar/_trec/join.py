@@ -96,7 +96,15 @@ def check_unique_documents(file: TrecFile) -> None:
     """Refuse a document listed twice for one query (trec_eval refuses it too)."""
     if len(file) < 2:
         return
-    keys = file.query.astype(np.int64) * max(len(file.docnos), 1) + file.docno
+    keys = file.query.astype(np.int64)
+    keys *= max(len(file.docnos), 1)
+    keys += file.docno
+    # A sort in place finds whether any key repeats, with one copy of the
+    # keys in memory; only a refusal needs the argsort that says where.
+    ordered = np.sort(keys)
+    if not (ordered[1:] == ordered[:-1]).any():
+        return
+    del ordered
     order = np.argsort(keys, kind="stable")
     same = np.flatnonzero(np.diff(keys[order]) == 0)
     if len(same):
@@ -108,18 +116,27 @@ def check_unique_documents(file: TrecFile) -> None:
 
 def _evaluated_codes(file: TrecFile, position: dict[bytes, int]) -> np.ndarray:
     """Each record's evaluated-query index, or -1 for a query that is not evaluated."""
-    per_query = np.array([position.get(q, -1) for q in file.query_ids], np.int64)
-    return per_query[file.query] if len(file) else np.zeros(0, np.int64)
+    per_query = np.array([position.get(q, -1) for q in file.query_ids], np.int32)
+    return per_query[file.query] if len(file) else np.zeros(0, np.int32)
 
 
 def _group(query: np.ndarray, count: int, key: np.ndarray | None = None):
     """Offsets and the order that groups records by evaluated query (dropping -1)."""
-    keep = np.flatnonzero(query >= 0)
+    kept = query >= 0
+    every = bool(kept.all())
+    keep = None if every else np.flatnonzero(kept)
+    kept_query = query if every else query[keep]
     if key is None:
-        order = keep[np.argsort(query[keep], kind="stable")]
+        order = np.argsort(kept_query, kind="stable")
     else:
-        order = keep[np.argsort(query[keep] * (int(key.max(initial=0)) + 1) + key[keep])]
-    offsets = np.concatenate(([0], np.cumsum(np.bincount(query[keep], minlength=count))))
+        composite = kept_query.astype(np.int64)
+        composite *= int(key.max(initial=0)) + 1
+        composite += key if every else key[keep]
+        order = np.argsort(composite)
+        del composite
+    if keep is not None:
+        order = keep[order]
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(kept_query, minlength=count))))
     return offsets.astype(np.int64), order
 
 
@@ -168,13 +185,14 @@ def join(
     width = max(len(run.docnos), 1)
     qrels_docno = in_run[qrels.docno] if len(qrels) else np.zeros(0, np.int64)
     usable = (qrels_docno >= 0) & (qrels_query >= 0)
-    qrels_keys = qrels_query[usable] * width + qrels_docno[usable]
+    qrels_keys = qrels_query[usable].astype(np.int64) * width + qrels_docno[usable]
     qrels_grades = qrels.values[usable]
     by_key = np.argsort(qrels_keys)
     qrels_keys, qrels_grades = qrels_keys[by_key], qrels_grades[by_key]
     # A run holds millions of records, so its temporaries are made in place
     # and dropped as soon as they are used.
-    run_keys = run_query * width
+    run_keys = run_query.astype(np.int64)
+    run_keys *= width
     run_keys += run.docno
     found = np.searchsorted(qrels_keys, run_keys)
     np.minimum(found, max(len(qrels_keys) - 1, 0), out=found)
@@ -189,7 +207,7 @@ def join(
     scores = run.values.astype(np.float32).astype(np.float64) if single_precision else run.values
     ranks = None
     if (docno_order or docno_rank) and len(run.docnos):
-        ranks = np.empty(len(run.docnos), np.int64)
+        ranks = np.empty(len(run.docnos), np.int32)
         # pyarrow.compute makes its functions at import, where pyright cannot see them.
         by_docno = pc.sort_indices(run.docnos)  # pyright: ignore[reportAttributeAccessIssue]
         ranks[by_docno.to_numpy()] = np.arange(len(run.docnos))

@@ -171,6 +171,10 @@ def _read(path, *, qrels: bool) -> TrecFile:
     name = os.fspath(path)
     data = read_bytes(path)
     found = _read_regular(name, data, qrels=qrels)
+    # pyarrow's allocator returns freed memory to the system only after a
+    # delay; the parsed table is gone, and the join is about to allocate as
+    # much again.
+    pa.default_memory_pool().release_unused()
     if found is None:
         return _read_lines(name, data, qrels=qrels)
     # A file can be read again to locate a line; standard input cannot.
