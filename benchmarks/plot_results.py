@@ -36,7 +36,7 @@ SOURCES = {
     "exact_large": "cpu_exact_20261130_large.json",
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
-    "cli": "cpu_cli_20261201.json",
+    "cli": "cpu_cli_20261202.json",
 }
 DIGEST_KEY = "lodestar-data-digest"
 

@@ -96,7 +96,7 @@ def traced_check(ok: jax.Array, message: str) -> None:
         checkify.debug_check(ok, message)
 
 
-def refuse_if(failed: jax.Array, message: str) -> None:
+def refuse_if(failed: jax.Array | np.ndarray | np.bool_, message: str) -> None:
     """Raise ``ValueError(message)`` if ``failed`` holds; on a traced flag, :func:`traced_check`.
 
     A concrete input inside someone else's trace still gives a traced flag.
@@ -588,9 +588,9 @@ def check_labels_at_most(
     message = f"Input labels contains a value greater than {name}={bound!r} in {caller}."
     xp = host_numpy(labels, where)
     valid = xp.ones(labels.shape, bool) if where is None else xp.asarray(where)
-    labels = xp.asarray(labels)
+    values = xp.asarray(labels)
     # Infinity is left to check_values, whose message names it.
-    refuse_if(xp.any(valid & xp.isfinite(labels) & (labels > bound)), message)
+    refuse_if(xp.any(valid & xp.isfinite(values) & (values > bound)), message)
 
 
 def check_ideal(
