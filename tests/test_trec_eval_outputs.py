@@ -2,8 +2,9 @@
 
 trec_eval 10 ships a test suite in its ``test/`` directory: qrels, runs, and
 the output its C program prints for them with ``-m all_trec -q``, with and
-without ``-c``, ``-M100`` and ``-l2``, and with parameters for most of its
-measure families. Copies of those files are in ``tests/data/trec_eval/``
+without ``-c``, ``-M100`` and ``-l2``, with parameters for most of its
+measure families, and for its measures averaged over judgment groups
+(``-R qrels_jg``). Copies of those files are in ``tests/data/trec_eval/``
 (``PROVENANCE.md`` names the commit they come from). Each case here runs
 the command line with the options trec_eval was given, plus
 ``--trec-eval --ignore-ties`` (trec_eval's definitions and its order of
@@ -42,6 +43,7 @@ CASES = {
         "qrels.rel_level",
         "results.test",
     ],
+    "out.test.qrels_jg": ["-m", "qrels_jg", "-q", "-R", "qrels_jg", "qrels.123", "results.test"],
     # Generated with trec_eval 10.0-rc3 built from the same commit (PROVENANCE.md).
     "out.test.aqJ": ["-m", "all_trec", "-q", "-J", "qrels.test", "results.test"],
     "out.test.aqJl": ["-m", "all_trec", "-q", "-J", "-l2", "qrels.rel_level", "results.test"],

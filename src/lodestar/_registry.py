@@ -63,6 +63,10 @@ class TrecFamily:
       value_format: How a parameter appears in the reported name after
         ``_``: ``P_5``, and ``iprec_at_recall_0.10`` with ``"{:.2f}"``
         (trec_eval's ``%3.2f`` for real-valued cut-offs).
+      judgment_groups: Whether the name is the measure averaged over a
+        query's judgment groups (``map_avgjg``, ``P_avgjg``,
+        ``Rprec_mult_avgjg``; ``m_*_avgjg.c``), which reads qrels with a
+        judgment group in place of the iteration field (``-R qrels_jg``).
     """
 
     name: str
@@ -70,6 +74,7 @@ class TrecFamily:
     defaults: tuple = ()
     combined: bool = False
     value_format: str = "{}"
+    judgment_groups: bool = False
 
 
 # trec_eval's default recall levels of iprec_at_recall and 11pt_avg.
@@ -77,6 +82,9 @@ ELEVEN_POINTS = tuple(i / 10 for i in range(11))
 
 # trec_eval's default cut-offs for P, recall, ndcg_cut, map_cut, relative_P, ...
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+# trec_eval's default multiples of R for Rprec_mult and Rprec_mult_avgjg.
+RPREC_MULTIPLES = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 
 MIN_GEO_MEAN = 1e-5
 """The floor of a ``"geometric"`` aggregate (trec_eval's ``MIN_GEO_MEAN``, trec_eval.h).
@@ -212,7 +220,11 @@ MEASURES: Mapping[str, Measure] = {
             "binary",
             "average precision (its mean is MAP)",
             names=("ap", "average_precision"),
-            trec=(TrecFamily("map"), TrecFamily("map_cut", "k", TREC_CUTOFFS)),
+            trec=(
+                TrecFamily("map"),
+                TrecFamily("map_cut", "k", TREC_CUTOFFS),
+                TrecFamily("map_avgjg", judgment_groups=True),
+            ),
             context=("num_relevant",),
             oracle="ap_of_order",
         ),
@@ -223,7 +235,10 @@ MEASURES: Mapping[str, Measure] = {
             "binary",
             "precision: relevant documents in the top k, over k",
             names=("precision",),
-            trec=(TrecFamily("P", "k", TREC_CUTOFFS),),
+            trec=(
+                TrecFamily("P", "k", TREC_CUTOFFS),
+                TrecFamily("P_avgjg", "k", TREC_CUTOFFS, judgment_groups=True),
+            ),
             oracle="precision_of_order",
         ),
         Measure(
@@ -327,11 +342,13 @@ MEASURES: Mapping[str, Measure] = {
             names=("r_precision",),
             trec=(
                 TrecFamily("Rprec"),
+                TrecFamily("Rprec_mult", "multiple", RPREC_MULTIPLES, value_format="{:.2f}"),
                 TrecFamily(
-                    "Rprec_mult",
+                    "Rprec_mult_avgjg",
                     "multiple",
-                    (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
+                    RPREC_MULTIPLES,
                     value_format="{:.2f}",
+                    judgment_groups=True,
                 ),
             ),
             context=("num_relevant",),

@@ -22,6 +22,7 @@ measure, a missing file), 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from lodestar import evaluation
 from lodestar._trec import evaluate as _evaluate
+from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
@@ -195,6 +197,15 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
         "--judged-only",
         action="store_true",
         help="drop every unjudged retrieved document before ranking (trec_eval -J)",
+    )
+    parser.add_argument(
+        "-R",
+        "--rel-format",
+        choices=("qrels", "qrels_jg"),
+        default="qrels",
+        help="the qrels' format: qrels (qid iter docno rel), or qrels_jg (qid group docno "
+        "rel), for the measures averaged over judgment groups: map_avgjg, P_avgjg, "
+        "Rprec_mult_avgjg, or -m qrels_jg (trec_eval -R)",
     )
     parser.add_argument(
         "-N",
@@ -538,10 +549,25 @@ def _write_json(
 
 
 def _requests(args) -> list[_names.Request]:
+    groups = getattr(args, "rel_format", "qrels") == "qrels_jg"
     try:
-        return _names.parse_all(args.measures or DEFAULT_MEASURES)
+        requests = _names.parse_all(args.measures or (["qrels_jg"] if groups else DEFAULT_MEASURES))
     except ValueError as error:
         raise UsageError(str(error)) from None
+    for request in requests:
+        averaged = _names.over_judgment_groups(request)
+        if groups and not averaged and request.family not in ("runid", "num_q"):
+            raise UsageError(
+                f"-R qrels_jg evaluates the measures averaged over judgment groups "
+                f"(map_avgjg, P_avgjg, Rprec_mult_avgjg, or -m qrels_jg); {request.name} "
+                "is not one"
+            )
+        if averaged and not groups:
+            raise UsageError(
+                f"{request.name} averages over judgment groups: give -R qrels_jg, with "
+                "qrels that name the group in their second field"
+            )
+    return requests
 
 
 def _open(path: str, reader):
@@ -585,6 +611,9 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         run = _open(args.run, _read.read_run)
         if args.single_precision:
             _check_single_precision(run)
+        groups = args.rel_format == "qrels_jg"
+        if groups:
+            run = _groups.expand_run(run, qrels)
         progress.begin("loading JAX")
         _wait_for_jax()
         progress.begin("evaluating")
@@ -599,6 +628,12 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             docno_rank=any(r.family == "relstring" for r in requests),
             progress=progress,
         )
+        if groups:
+            pairs = joined
+            joined, results = _groups.average_over_groups(pairs, results)
+            if extremes is not None:
+                low, high = (_groups.average_over_groups(pairs, e)[1] for e in extremes)
+                extremes = (low, high)
         _note_dropped(joined, args.complete)
     finally:
         progress.close()
@@ -617,6 +652,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             "num_documents": args.num_documents,
             "single_precision": args.single_precision,
             "tie_range": args.tie_range,
+            "rel_format": args.rel_format,
         }
         _write_json(
             out,
@@ -686,7 +722,8 @@ def _start(args, out) -> _Progress:
 def _read_qrels(args, definitions: _evaluate.Definitions, progress: _Progress) -> _read.TrecFile:
     """The qrels of ``args``, refused if a relevance does not suit ``definitions``."""
     progress.begin(f"reading {args.qrels}")
-    qrels = _open(args.qrels, _read.read_qrels)
+    groups = getattr(args, "rel_format", "qrels") == "qrels_jg"
+    qrels = _open(args.qrels, functools.partial(_read.read_qrels, judgment_groups=groups))
     _evaluate.check_relevance(qrels, definitions)
     return qrels
 

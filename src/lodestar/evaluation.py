@@ -224,6 +224,12 @@ def _requests(measures) -> list[_names.Request]:
             "relstring is a line of the command line's report, not a measure; "
             "lodestar.evaluate has no value for it"
         )
+    averaged = [r.name for r in requests if _names.over_judgment_groups(r)]
+    if averaged:
+        raise ValueError(
+            f"{averaged[0]} averages over judgment groups, which lodestar.evaluate does not "
+            "read; use the command line's `lodestar evaluate -R qrels_jg`"
+        )
     return _names.measures(requests)
 
 

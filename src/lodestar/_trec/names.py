@@ -31,7 +31,9 @@ Three names are lines of the report rather than measures: ``runid`` (the
 run's name), ``num_q`` (the number of queries, always reported) and
 ``relstring`` (the first N documents' judgments as characters, per query;
 ``relstring.20`` for N = 20). ``all_trec`` is every measure of trec_eval's
-``-m all_trec``, and ``official`` trec_eval's default set.
+``-m all_trec``, ``official`` trec_eval's default set, and ``qrels_jg`` its
+measures averaged over judgment groups (``map_avgjg``, ``P_avgjg``,
+``Rprec_mult_avgjg``), which need ``-R qrels_jg``.
 """
 
 from __future__ import annotations
@@ -118,7 +120,14 @@ order whatever the order of ``-m``, as trec_eval's does.
 OFFICIAL = TREC_ORDER[: TREC_ORDER.index("P") + 1]
 """trec_eval's default measures (``-m official``, and no ``-m`` at all in trec_eval)."""
 
-GROUPS = {"all_trec": TREC_ORDER, "official": OFFICIAL}
+JUDGMENT_GROUP_ORDER = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
+"""trec_eval's measures averaged over judgment groups, in its order (``-R qrels_jg``)."""
+
+GROUPS = {
+    "all_trec": TREC_ORDER,
+    "official": OFFICIAL,
+    "qrels_jg": ("runid", "num_q", *JUDGMENT_GROUP_ORDER),
+}
 
 
 def _lodestar_names() -> dict[str, _registry.Measure]:
@@ -325,6 +334,11 @@ def parse_all(texts: Sequence[str]) -> list[Request]:
     return list(requests.values())
 
 
+def over_judgment_groups(request: Request) -> bool:
+    """Whether the request is a measure averaged over judgment groups (``map_avgjg``, ...)."""
+    return request.family in JUDGMENT_GROUP_ORDER
+
+
 def measures(requests: Sequence[Request]) -> list[Request]:
     """The requests that are measures, without the report's own lines."""
     return [r for r in requests if r.measure is not None]
@@ -332,10 +346,10 @@ def measures(requests: Sequence[Request]) -> list[Request]:
 
 def in_trec_order(requests: Sequence[Request]) -> list[Request]:
     """``requests`` in the order trec_eval reports them; lodestar's names keep theirs, last."""
-    position = {name: i for i, name in enumerate(TREC_ORDER)}
+    position = {name: i for i, name in enumerate(TREC_ORDER + JUDGMENT_GROUP_ORDER)}
 
     def key(indexed):
         index, request = indexed
-        return (position.get(request.family, len(TREC_ORDER)), index)
+        return (position.get(request.family, len(position)), index)
 
     return [request for _, request in sorted(enumerate(requests), key=key)]

@@ -147,14 +147,20 @@ def _expected(fields: tuple[str, ...], *, at_least: bool) -> str:
     return f"{count} ({' '.join(fields)})"
 
 
-def read_qrels(path: str | os.PathLike) -> TrecFile:
+def read_qrels(path: str | os.PathLike, *, judgment_groups: bool = False) -> TrecFile:
     """Read a qrels file: ``qid iter docno rel`` per line, ``rel`` an integer.
+
+    With ``judgment_groups`` the second field names the judgment group
+    (trec_eval's ``qrels_jg`` format, ``get_qrels_jg.c``), and each record's
+    query is the pair ``qid jg``, one space between: a query judged by three
+    groups reads as three queries, which :mod:`lodestar._trec.groups` pairs
+    with the run's query and averages back.
 
     Raises:
       ValueError: a line is malformed (the message names the file and line).
       OSError: the file cannot be read or decompressed.
     """
-    return _read(path, qrels=True)
+    return _read(path, qrels=True, groups=judgment_groups)
 
 
 def read_run(path: str | os.PathLike) -> TrecFile:
@@ -167,16 +173,16 @@ def read_run(path: str | os.PathLike) -> TrecFile:
     return _read(path, qrels=False)
 
 
-def _read(path, *, qrels: bool) -> TrecFile:
+def _read(path, *, qrels: bool, groups: bool = False) -> TrecFile:
     name = os.fspath(path)
     data = read_bytes(path)
-    found = _read_regular(name, data, qrels=qrels)
+    found = _read_regular(name, data, qrels=qrels, groups=groups)
     # pyarrow's allocator returns freed memory to the system only after a
     # delay; the parsed table is gone, and the join is about to allocate as
     # much again.
     pa.default_memory_pool().release_unused()
     if found is None:
-        return _read_lines(name, data, qrels=qrels)
+        return _read_lines(name, data, qrels=qrels, groups=groups)
     # A file can be read again to locate a line; standard input cannot.
     # (Not ``_replace``: a TrecFile's ``len`` counts its records.)
     return found if name == "-" else TrecFile(*found[:-1], None)
@@ -187,7 +193,7 @@ def _read(path, *, qrels: bool) -> TrecFile:
 # --------------------------------------------------------------------------
 
 
-def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
+def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) -> TrecFile | None:
     """The file read by pyarrow, or None if it is not regular enough to be read exactly.
 
     Regular: one delimiter (a tab, or a single space) between exactly four
@@ -211,7 +217,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
     names = [f"f{i}" for i in range(len(fields))]
     types = {n: pa.binary() for n in names}
     types[names[value_field]] = pa.int64() if qrels else pa.float64()
-    wanted = [names[0], names[2], names[value_field]]
+    wanted = [names[0], names[2], names[value_field]] + ([names[1]] if groups else [])
     try:
         table = pcsv.read_csv(
             pa.py_buffer(data),
@@ -234,7 +240,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
         chunks = table.column(column)
         if chunks.null_count:
             return None
-        if column in (names[0], names[2]):
+        if column in (names[0], names[1], names[2]):
             # pyarrow.compute makes its functions at import, where pyright cannot see them.
             lengths = pc.binary_length(chunks)  # pyright: ignore[reportAttributeAccessIssue]
             if pc.any(pc.equal(lengths, 0)).as_py():  # pyright: ignore[reportAttributeAccessIssue]
@@ -242,6 +248,11 @@ def _read_regular(name: str, data: bytes, *, qrels: bool) -> TrecFile | None:
     values = table.column(names[value_field]).to_numpy()
     if not qrels and not np.isfinite(values).all():
         return None  # the line-by-line reader words the refusal
+    if groups:
+        # pyarrow.compute makes its functions at import, where pyright cannot see them.
+        join = pc.binary_join_element_wise  # pyright: ignore[reportAttributeAccessIssue]
+        pairs = join(table.column(names[0]), table.column(names[1]), b" ")
+        table = table.drop_columns([names[0], names[1]]).append_column(names[0], pairs)
     query_codes, query_ids = _encode(table, names[0])
     table = table.drop_columns([names[0]])  # frees the query ids before the docnos are coded
     docno_codes, docnos = _encode(table, names[2])
@@ -285,7 +296,7 @@ def _encode(table: pa.Table, column: str) -> tuple[np.ndarray, pa.Array]:
 # --------------------------------------------------------------------------
 
 
-def _read_lines(name: str, data: bytes, *, qrels: bool) -> TrecFile:
+def _read_lines(name: str, data: bytes, *, qrels: bool, groups: bool = False) -> TrecFile:
     """Read ``data`` line by line, refusing the first malformed line with its number."""
     fields = QRELS_FIELDS if qrels else RUN_FIELDS
     value_field = 3 if qrels else 4
@@ -306,7 +317,7 @@ def _read_lines(name: str, data: bytes, *, qrels: bool) -> TrecFile:
                 f"expected {_expected(fields, at_least=not qrels)}, got {count} field"
                 + ("s" if count != 1 else ""),
             )
-        qids.append(tokens[0])
+        qids.append(tokens[0] + b" " + tokens[1] if groups else tokens[0])
         docnos.append(tokens[2])
         values.append(tokens[value_field])
         lines.append(number)
