@@ -369,12 +369,18 @@ def _failure_flags(xp, scores, labels, where, names):
 _failures = jax.jit(functools.partial(_failure_flags, jnp), static_argnames=("names",))
 
 
-def _in_host_memory(*arrays) -> bool:
-    """Whether every array (None aside) is a NumPy array or lives on CPU devices only."""
+def _in_host_memory(*arrays, one_device: bool = False) -> bool:
+    """Whether every array (None aside) is a NumPy array or lives on CPU devices only.
+
+    With ``one_device``, a JAX array must also live on a single device.
+    """
     return all(
         a is None
         or isinstance(a, np.ndarray)
-        or all(device.platform == "cpu" for device in a.devices())
+        or (
+            all(device.platform == "cpu" for device in a.devices())
+            and not (one_device and len(a.devices()) > 1)
+        )
         for a in arrays
     )
 
@@ -390,12 +396,7 @@ def host_numpy(*arrays):
 
 def on_one_cpu_device(*arrays) -> bool:
     """Whether every array (None aside) is a NumPy array or lives on one CPU device."""
-    return all(
-        a is None
-        or isinstance(a, np.ndarray)
-        or (len(a.devices()) == 1 and next(iter(a.devices())).platform == "cpu")
-        for a in arrays
-    )
+    return _in_host_memory(*arrays, one_device=True)
 
 
 def check_values(

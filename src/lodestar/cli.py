@@ -548,8 +548,13 @@ def _write_json(
     out.write(json.dumps(document, indent=2) + "\n")
 
 
+def _judgment_groups(args) -> bool:
+    """Whether the qrels name judgment groups (``-R qrels_jg``; ``compare`` has no ``-R``)."""
+    return getattr(args, "rel_format", "qrels") == "qrels_jg"
+
+
 def _requests(args) -> list[_names.Request]:
-    groups = getattr(args, "rel_format", "qrels") == "qrels_jg"
+    groups = _judgment_groups(args)
     try:
         requests = _names.parse_all(args.measures or (["qrels_jg"] if groups else DEFAULT_MEASURES))
     except ValueError as error:
@@ -611,7 +616,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         run = _open(args.run, _read.read_run)
         if args.single_precision:
             _check_single_precision(run)
-        groups = args.rel_format == "qrels_jg"
+        groups = _judgment_groups(args)
         if groups:
             run = _groups.expand_run(run, qrels)
         progress.begin("loading JAX")
@@ -722,8 +727,8 @@ def _start(args, out) -> _Progress:
 def _read_qrels(args, definitions: _evaluate.Definitions, progress: _Progress) -> _read.TrecFile:
     """The qrels of ``args``, refused if a relevance does not suit ``definitions``."""
     progress.begin(f"reading {args.qrels}")
-    groups = getattr(args, "rel_format", "qrels") == "qrels_jg"
-    qrels = _open(args.qrels, functools.partial(_read.read_qrels, judgment_groups=groups))
+    reader = functools.partial(_read.read_qrels, judgment_groups=_judgment_groups(args))
+    qrels = _open(args.qrels, reader)
     _evaluate.check_relevance(qrels, definitions)
     return qrels
 

@@ -120,8 +120,16 @@ order whatever the order of ``-m``, as trec_eval's does.
 OFFICIAL = TREC_ORDER[: TREC_ORDER.index("P") + 1]
 """trec_eval's default measures (``-m official``, and no ``-m`` at all in trec_eval)."""
 
-JUDGMENT_GROUP_ORDER = ("map_avgjg", "P_avgjg", "Rprec_mult_avgjg")
-"""trec_eval's measures averaged over judgment groups, in its order (``-R qrels_jg``)."""
+JUDGMENT_GROUP_ORDER = tuple(
+    family.name
+    for measure in _registry.MEASURES.values()
+    for family in measure.trec
+    if family.judgment_groups
+)
+"""trec_eval's measures averaged over judgment groups (``-R qrels_jg``), from the registry.
+
+In registry order, which is trec_eval's: ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg``.
+"""
 
 GROUPS = {
     "all_trec": TREC_ORDER,
