@@ -69,14 +69,17 @@ _TIMES = os.environ.get("LODESTAR_TEST_TIMES")
 
 
 def pytest_runtest_logreport(report):
-    """With LODESTAR_TEST_TIMES=FILE, append each test's phase durations to FILE as it ends."""
+    """With LODESTAR_TEST_TIMES=FILE, append each test phase's duration to FILE as it ends.
+
+    One line per phase: ``seconds<TAB>phase<TAB>test id``, the phase being
+    ``setup`` (where module fixtures are paid), ``call`` or ``teardown``.
+    """
     # Under pytest-xdist the controller receives every worker's reports: only
     # it writes, so that each test is logged once.
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if not _TIMES or os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    if _TIMES and report.when == "call" or (_TIMES and report.when == "setup" and report.failed):
-        with open(_TIMES, "a") as out:
-            out.write(f"{report.duration:.3f}\t{report.nodeid}\n")
+    with open(_TIMES, "a") as out:
+        out.write(f"{report.duration:.3f}\t{report.when}\t{report.nodeid}\n")
 
 
 # JAX's persistent compilation cache, shared by the workers of a run and kept

@@ -15,14 +15,20 @@ the values' bytes. MODE is:
 * ``global-reported`` and ``context-reported``: the crash as it was reported
   (:func:`reported`), under global x64 and inside the context.
 
+A run that has not finished after ``LODESTAR_CHECK_DEADLINE`` seconds (default
+600) prints every thread's Python stack to stderr and exits, so that a hang is
+reported with the place it hangs rather than as a bare timeout.
+
 JAX's configuration contexts are thread-local, while host callbacks run on
 XLA's threads and on lodestar's pool, so a callback that read the calling
 thread's configuration at run time would fail (or silently narrow float64
 scores to float32) in the ``context`` and ``threads`` modes only.
 """
 
+import faulthandler
 import functools
 import hashlib
+import os
 import sys
 import threading
 
@@ -119,6 +125,9 @@ def reported(rows):
 
 
 def main(mode, rows):
+    faulthandler.dump_traceback_later(
+        float(os.environ.get("LODESTAR_CHECK_DEADLINE", 600)), exit=True
+    )
     # Set before any computation: lodestar reads no configuration at import.
     if mode.startswith("global"):
         jax.config.update("jax_enable_x64", True)

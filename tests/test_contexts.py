@@ -34,7 +34,7 @@ def digests(mode: str, rows: int) -> dict[str, str]:
         [sys.executable, str(SCRIPT), mode, str(rows)],
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=900,
         env=env,
     )
     lines = result.stdout.splitlines()

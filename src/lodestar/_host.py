@@ -19,11 +19,22 @@ time. Decision 0013 records the failure and the choice.
 **Threads.** NumPy's sorts and ufuncs release the GIL, and XLA's own threads
 wait while a callback runs, so a callback shares its rows out among a pool of
 threads sized to the cores this process may use (decision 0012).
+
+**Programs from several threads.** ``jax.pure_callback`` places a callback's
+arguments with ``device_put``, and XLA's CPU client makes that copy on the
+same thread pool that runs dispatched programs. When several Python threads
+each run a program with a callback at once, every thread of that pool can be
+a callback waiting for its copy, and none is left to make it: the process
+hangs. :func:`one_program_at_a_time` runs lodestar's own kernels, when called
+eagerly on the CPU, one at a time and to completion, so at most one of them
+is ever waiting (decision 0026).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -86,6 +97,42 @@ def thread_pool() -> ThreadPoolExecutor:
     if _pool is None or _pool[0] != os.getpid():
         _pool = (os.getpid(), ThreadPoolExecutor(THREADS, thread_name_prefix="lodestar-host"))
     return _pool[1]
+
+
+# Held while an eager call of a lodestar kernel runs on the CPU. Re-entrant: a
+# kernel's Python wrapper may call another kernel.
+_ONE_PROGRAM = threading.RLock()
+
+
+def _runs_on_cpu(leaves) -> bool:
+    """Whether a call with these argument leaves runs on the CPU."""
+    for leaf in leaves:
+        if isinstance(leaf, jax.Array):
+            return next(iter(leaf.devices())).platform == "cpu"
+    return jax.default_backend() == "cpu"
+
+
+def one_program_at_a_time(kernel: Callable) -> Callable:
+    """``kernel`` (a jitted function that may hold host callbacks), safe from many threads.
+
+    Called eagerly on the CPU, the kernel runs under a process-wide lock and
+    its results are awaited before the lock is released, so no two of
+    lodestar's programs wait on callbacks at once (see the module docstring).
+    Called with tracers (inside the caller's ``jit``, ``vmap`` or ``grad``),
+    or on an accelerator, it is called as it is: a traced call runs as part of
+    the caller's program, and an accelerator's callbacks do not use the CPU
+    client's pool.
+    """
+
+    @functools.wraps(kernel)
+    def run(*args, **kwargs):
+        leaves = jax.tree.leaves((args, kwargs))
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) or not _runs_on_cpu(leaves):
+            return kernel(*args, **kwargs)
+        with _ONE_PROGRAM:
+            return jax.block_until_ready(kernel(*args, **kwargs))
+
+    return run
 
 
 def result_type(like: jax.Array, dtype, shape: Sequence[int] | None = None):

@@ -161,6 +161,7 @@ def _slots(segments, valid, max_segments, max_segment_size):
     return item, broken
 
 
+@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("max_segments", "max_segment_size"))
 def _compact(scores, labels, where, segments, *, max_segments, max_segment_size):
     n = scores.shape[-1]

@@ -92,7 +92,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _lists, _ranking, _soft_ranks, _validation, smooth
+from lodestar import _docs, _gains, _host, _lists, _ranking, _soft_ranks, _validation, smooth
 
 __all__ = [
     "approx_ndcg_loss",
@@ -242,7 +242,9 @@ def _loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] =
             return _reduce(value, valid, weights, reduction)
 
         kernel.__name__ = kernel.__qualname__ = per_list.__name__
-        return jax.jit(kernel, static_argnames=("reduction", *static_argnames))
+        return _host.one_program_at_a_time(
+            jax.jit(kernel, static_argnames=("reduction", *static_argnames))
+        )
 
     return make
 

@@ -99,7 +99,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _lists, _soft_ranks, _validation
+from lodestar import _docs, _gains, _host, _lists, _soft_ranks, _validation
 
 __all__ = ["dcg", "ndcg", "ranks", "reciprocal_rank"]
 
@@ -122,6 +122,7 @@ def _check_options(temperature, method, *, caller):
 # --------------------------------------------------------------------------
 
 
+@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("method",))
 def _ranks_kernel(scores, where, temperature, *, method):
     """Soft ranks; see :func:`ranks`. Inputs already validated."""
@@ -153,6 +154,7 @@ def _cutoff(k, n):
     return n if k is None else min(k, n)
 
 
+@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=(*_STATIC, "zero_discount"))
 def _dcg_kernel(
     scores, labels, where, temperature, log_base, k, *, method, cut, gain, zero_discount
@@ -172,6 +174,7 @@ def _dcg_kernel(
     return _lists.nan_rule(value, scores, labels, where, s, gain=gain)
 
 
+@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=_STATIC)
 def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     """Per-list smooth NDCG; see :func:`ndcg`. Inputs already validated."""
@@ -189,6 +192,7 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     return _lists.nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
 
 
+@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("method",))
 def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     """Per-list smooth reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""

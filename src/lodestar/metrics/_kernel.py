@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _lists, _ranking, _shapes, _validation
+from lodestar import _host, _lists, _ranking, _shapes, _validation
 
 
 class Lists(NamedTuple):
@@ -161,6 +161,7 @@ def _over_tiles(kernel):
     return tiled
 
 
+@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("requests", "rank_k", "ignore_ties"))
 @_over_tiles
 def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
