@@ -10,8 +10,9 @@ the values' bytes. MODE is:
 * ``context``: x64 off for the process, each call inside
   ``with jax.enable_x64(True):`` (JAX's thread-local context manager);
 * ``threads``: as ``context``, from four Python threads at once, each calling
-  every function three times in its own order; every thread's results are
-  checked against the first thread's before printing;
+  every function on every batch, the threads starting at different batches;
+  every thread's results are checked against the first thread's before
+  printing;
 * ``global-reported`` and ``context-reported``: the crash as it was reported
   (:func:`reported`), under global x64 and inside the context.
 
@@ -70,10 +71,15 @@ def batches(rows):
     yield "packed", scores[: rows // 10], labels[: rows // 10], {"segments": segments}
 
 
-def evaluate(rows):
-    """Every function on every batch, as ``{name: sha256 of the values}``."""
+def evaluate(rows, start=0):
+    """Every function on every batch, as ``{name: sha256 of the values}``.
+
+    ``start`` rotates the order of the batches, so that threads given
+    different starts evaluate different batches at the same time.
+    """
     digests = {}
-    for batch, scores, labels, options in batches(rows):
+    every = list(batches(rows))
+    for batch, scores, labels, options in every[start % len(every) :] + every[: start % len(every)]:
         for name, (function, takes_k) in FUNCTIONS.items():
             if options.get("k") is not None and not takes_k:
                 continue
@@ -138,14 +144,13 @@ def main(mode, rows):
     else:
         found, errors = [], []
 
-        def worker():
+        def worker(start):
             try:
-                for _ in range(3):
-                    found.append(evaluate(rows))
+                found.append(evaluate(rows, start))
             except Exception as error:  # reported below, with the others
                 errors.append(repr(error))
 
-        threads = [threading.Thread(target=worker) for _ in range(4)]
+        threads = [threading.Thread(target=worker, args=(start,)) for start in range(4)]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -25,9 +25,10 @@ arguments with ``device_put``, and XLA's CPU client makes that copy on the
 same thread pool that runs dispatched programs. When several Python threads
 each run a program with a callback at once, every thread of that pool can be
 a callback waiting for its copy, and none is left to make it: the process
-hangs. :func:`one_program_at_a_time` runs lodestar's own kernels, when called
-eagerly on the CPU, one at a time and to completion, so at most one of them
-is ever waiting (decision 0026).
+hangs. :func:`one_program_at_a_time` dispatches lodestar's own kernels, when
+called eagerly on the CPU, only once every program another thread dispatched
+has finished, so the programs in flight are always one thread's (decision
+0026).
 """
 
 from __future__ import annotations
@@ -99,9 +100,12 @@ def thread_pool() -> ThreadPoolExecutor:
     return _pool[1]
 
 
-# Held while an eager call of a lodestar kernel runs on the CPU. Re-entrant: a
+# Taken by every eager call of a lodestar kernel on the CPU. Re-entrant: a
 # kernel's Python wrapper may call another kernel.
 _ONE_PROGRAM = threading.RLock()
+# The results of eager kernel calls not yet known to be finished, with the
+# thread that dispatched them: ``[(thread ident, results), ...]``.
+_in_flight: list[tuple[int, object]] = []
 
 
 def _runs_on_cpu(leaves) -> bool:
@@ -112,15 +116,22 @@ def _runs_on_cpu(leaves) -> bool:
     return jax.default_backend() == "cpu"
 
 
+def _finished(results) -> bool:
+    return all(leaf.is_ready() for leaf in jax.tree.leaves(results) if isinstance(leaf, jax.Array))
+
+
 def one_program_at_a_time(kernel: Callable) -> Callable:
     """``kernel`` (a jitted function that may hold host callbacks), safe from many threads.
 
-    Called eagerly on the CPU, the kernel runs under a process-wide lock and
-    its results are awaited before the lock is released, so no two of
-    lodestar's programs wait on callbacks at once (see the module docstring).
-    Called with tracers (inside the caller's ``jit``, ``vmap`` or ``grad``),
-    or on an accelerator, it is called as it is: a traced call runs as part of
-    the caller's program, and an accelerator's callbacks do not use the CPU
+    Called eagerly on the CPU, the kernel is dispatched under a process-wide
+    lock, and only once every program that another thread dispatched this way
+    has finished: the programs in flight are then always one thread's (see the
+    module docstring). One thread's calls still overlap as JAX's asynchronous
+    dispatch lets them, so a single-threaded caller, the command line among
+    them, waits no longer than before and stays interruptible. Called with
+    tracers (inside the caller's ``jit``, ``vmap`` or ``grad``), or on an
+    accelerator, it is called as it is: a traced call runs as part of the
+    caller's program, and an accelerator's callbacks do not use the CPU
     client's pool.
     """
 
@@ -129,8 +140,19 @@ def one_program_at_a_time(kernel: Callable) -> Callable:
         leaves = jax.tree.leaves((args, kwargs))
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) or not _runs_on_cpu(leaves):
             return kernel(*args, **kwargs)
+        me = threading.get_ident()
         with _ONE_PROGRAM:
-            return jax.block_until_ready(kernel(*args, **kwargs))
+            others = [results for thread, results in _in_flight if thread != me]
+            if others:
+                jax.block_until_ready(others)
+            _in_flight[:] = [
+                (thread, results)
+                for thread, results in _in_flight
+                if thread == me and not _finished(results)
+            ]
+            results = kernel(*args, **kwargs)
+            _in_flight.append((me, results))
+            return results
 
     return run
 
