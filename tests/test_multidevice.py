@@ -15,7 +15,9 @@ What is compared, and how strictly:
   value by an ulp or so (2.8e-14 on a DCG of about 40).
 - The lengths reach every engine path: pairwise counting, the NDCG ideal's
   argsort, top-k, and the long-list sort (NumPy's on one device and inside
-  ``shard_map``, XLA's in partitioned ``jit``).
+  ``shard_map``, XLA's in partitioned ``jit``). Every function meets pairwise
+  counting and top-k; one measure of every metrics module, NDCG and the
+  losses meet all four.
 - Accumulators: the mean after ``merge_across`` inside ``shard_map``, and after
   ``update`` under sharded ``jit``, equals one device's to rtol 1e-15 (float64);
   counts are exact. Not bitwise: each device's per-list values come from a

@@ -29,10 +29,10 @@ from jax.test_util import check_grads
 from lodestar import InvalidParameterError, _soft_ranks, metrics, smooth
 
 METHODS = smooth.METHODS
-# Robustness sweeps (finite values, finite differences, NaN, the smallest
-# temperature) in the default tier on the sigmoid ranks and the permutahedron
-# projection, the two most different methods; every method in the slow tier.
-# Convergence, padding and jit/vmap run on every method in both tiers.
+# The sweeps (convergence, padding, jit/vmap, finite values, finite
+# differences, NaN, the smallest temperature) run in the default tier on the
+# sigmoid ranks and the permutahedron projection, the two most different
+# methods, and on every method in the slow tier.
 SWEPT_METHODS = tiers.params(METHODS, default=("sigmoid", "permutahedron"))
 TEMPERATURES = (1.0, 0.1, 0.01, 0.001)
 
@@ -67,7 +67,7 @@ def _assert_converges(errors, label):
     assert errors[-1] < 1e-3, f"{label}: error {errors[-1]} at T={TEMPERATURES[-1]}"
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 def test_converges_to_exact_metrics(method):
     rng = np.random.default_rng(0)
     n = 7
@@ -244,7 +244,7 @@ def test_gradients_match_finite_differences(method):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 def test_padding_takes_no_part(method):
     rng = np.random.default_rng(3)
     scores = tie_free(rng, (2, 5))
@@ -305,7 +305,7 @@ def test_padding_takes_no_part(method):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", SWEPT_METHODS)
 def test_jit_and_vmap(method):
     rng = np.random.default_rng(4)
     # The shape and options of the convergence test, so the eager calls reuse its kernels.
