@@ -8,10 +8,12 @@ the explicit trec_eval order (score descending, then docno descending). The
 """
 
 import gzip
+import io
 import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -441,3 +443,20 @@ def test_progress_bar_only_when_wanted():
         progress.close()
         assert ("4/4 batches" in stream.text) is drawn, mode
         assert stream.text.endswith("\n") is drawn
+
+
+def test_a_stage_without_steps_shows_its_time_growing():
+    # Reading and parsing a file, or loading JAX, count no steps: the line is
+    # redrawn while the stage runs, and not once it is closed.
+    stream = io.StringIO()
+    progress = _Progress(mode="always", stream=stream)
+    progress.begin("reading run.txt")
+    time.sleep(0.8)
+    progress.close()
+    drawn = [line for line in stream.getvalue().split("\r") if line]
+    assert len(drawn) >= 3, drawn
+    seconds = [float(line.split()[-2]) for line in drawn]
+    assert seconds == sorted(seconds) and seconds[-1] >= 0.5, drawn
+    closed = stream.getvalue()
+    time.sleep(0.6)
+    assert stream.getvalue() == closed

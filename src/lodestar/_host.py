@@ -38,11 +38,13 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.core import Tracer
 
 # Host callbacks work through a batch this many items at a time: their NumPy
 # temporaries then stay a few cache-sized blocks instead of many copies of the
@@ -117,10 +119,15 @@ def _runs_on_cpu(leaves) -> bool:
 
 
 def _finished(results) -> bool:
-    return all(leaf.is_ready() for leaf in jax.tree.leaves(results) if isinstance(leaf, jax.Array))
+    # is_ready is a method of JAX's arrays that jax.Array's annotations omit.
+    leaves = jax.tree.leaves(results)
+    return all(cast(Any, leaf).is_ready() for leaf in leaves if isinstance(leaf, jax.Array))
 
 
-def one_program_at_a_time(kernel: Callable) -> Callable:
+_Kernel = TypeVar("_Kernel", bound=Callable)
+
+
+def one_program_at_a_time(kernel: _Kernel) -> _Kernel:
     """``kernel`` (a jitted function that may hold host callbacks), safe from many threads.
 
     Called eagerly on the CPU, the kernel is dispatched under a process-wide
@@ -138,7 +145,7 @@ def one_program_at_a_time(kernel: Callable) -> Callable:
     @functools.wraps(kernel)
     def run(*args, **kwargs):
         leaves = jax.tree.leaves((args, kwargs))
-        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) or not _runs_on_cpu(leaves):
+        if any(isinstance(leaf, Tracer) for leaf in leaves) or not _runs_on_cpu(leaves):
             return kernel(*args, **kwargs)
         me = threading.get_ident()
         with _ONE_PROGRAM:
@@ -154,7 +161,7 @@ def one_program_at_a_time(kernel: Callable) -> Callable:
             _in_flight.append((me, results))
             return results
 
-    return run
+    return cast(_Kernel, run)
 
 
 def result_type(like: jax.Array, dtype, shape: Sequence[int] | None = None):

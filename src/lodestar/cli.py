@@ -27,9 +27,9 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from importlib import resources
-from typing import TYPE_CHECKING
 
 from lodestar import evaluation
 from lodestar._trec import evaluate as _evaluate
@@ -38,14 +38,14 @@ from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
 
-if TYPE_CHECKING:
-    import threading
-
 __all__ = ["main"]
 
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
-# Progress is shown on a terminal once a stage has taken this long.
+# Progress is shown on a terminal once a stage has taken this long, and then
+# redrawn this often, so that a long stage with no steps to count (reading and
+# parsing a file, loading JAX) shows its time going up.
 _PROGRESS_AFTER_SECONDS = 1.0
+_PROGRESS_REDRAW_SECONDS = 0.25
 _MEASURE_OPTIONS = ("-m", "--measures")
 
 
@@ -59,7 +59,9 @@ class _Progress:
     ``mode`` "auto" draws on a terminal once a stage has run for
     ``_PROGRESS_AFTER_SECONDS``; "always" draws from the start, terminal or
     not; "never" stays silent. A stage is a message (``reading run.txt``),
-    with a bar when it counts steps.
+    with a bar when it counts steps. While it draws, a thread redraws the
+    line every ``_PROGRESS_REDRAW_SECONDS``, so that a stage with no steps to
+    count shows its elapsed time growing.
     """
 
     def __init__(self, *, mode: str, stream=None):
@@ -70,15 +72,30 @@ class _Progress:
         self.delay = 0.0 if mode == "always" else _PROGRESS_AFTER_SECONDS
         self.started = time.monotonic()
         self.stage, self.total, self.done, self.drawn = "", 0, 0, False
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._redrawing: threading.Thread | None = None
 
     def begin(self, stage: str, total: int = 0) -> None:
-        self.stage, self.total, self.done = stage, total, 0
-        self.started = time.monotonic()
-        self._draw()
+        with self._lock:
+            self.stage, self.total, self.done = stage, total, 0
+            self.started = time.monotonic()
+            self._draw()
+        if self.enabled and self._redrawing is None and not self._closed.is_set():
+            self._redrawing = threading.Thread(
+                target=self._redraw, name="lodestar-progress", daemon=True
+            )
+            self._redrawing.start()
 
     def __call__(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
-        self._draw()
+        with self._lock:
+            self.done, self.total = done, total
+            self._draw()
+
+    def _redraw(self) -> None:
+        while not self._closed.wait(_PROGRESS_REDRAW_SECONDS):
+            with self._lock:
+                self._draw()
 
     def _draw(self) -> None:
         elapsed = time.monotonic() - self.started
@@ -94,12 +111,24 @@ class _Progress:
         self.stream.write(f"\r{line}\033[K")
         self.stream.flush()
         self.drawn = True
+        global _drawn_progress
+        _drawn_progress = self
+
+    def end_line(self) -> None:
+        """End the drawn line, so that a note printed next starts on its own line."""
+        with self._lock:
+            if self.drawn:
+                self.stream.write("\n")
+                self.stream.flush()
+                self.drawn = False
 
     def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.drawn = False
+        self._closed.set()
+        self.end_line()
+
+
+# The progress line last drawn, which _note ends before it prints.
+_drawn_progress: _Progress | None = None
 
 
 def _example_paths() -> tuple[str, str]:
@@ -370,6 +399,8 @@ def _split_measures(argv: list[str]) -> list[str]:
 
 
 def _note(message: str) -> None:
+    if _drawn_progress is not None:
+        _drawn_progress.end_line()
     if sys.stderr is not None:
         print(f"lodestar: {message}", file=sys.stderr)
 
@@ -974,7 +1005,6 @@ def console() -> None:
     The console script ``lodestar`` and ``python -m lodestar`` call it.
     """
     import signal
-    import threading
 
     global _loader
     if hasattr(signal, "SIGPIPE"):
