@@ -11,6 +11,7 @@ TREC-depth run evaluated repeatedly (it crashed in 3 of 4 runs: decision
 process's own.
 """
 
+import contextlib
 import gzip
 import json
 import os
@@ -211,15 +212,32 @@ def test_err_top_grade_below_a_relevance_of_the_qrels_is_refused(capsys):
 # --- the program as a Unix tool -----------------------------------------------------
 
 
+@contextlib.contextmanager
+def interruptible_children():
+    """Start children that Ctrl-C reaches, even when this process ignores SIGINT.
+
+    A shell starts a background job (``pytest &``, ``nohup``) with SIGINT
+    ignored, and a child inherits an ignored signal: the program under test
+    would then never see the Ctrl-C these tests send. Children started inside
+    this context get SIGINT's default instead.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def program(*args, **kwargs):
     env = {**os.environ, "PYTHONPATH": SRC, "LODESTAR_COMPILATION_CACHE": "0"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "lodestar", *args],
-        env=env,
-        stdout=kwargs.pop("stdout", subprocess.PIPE),
-        stderr=subprocess.PIPE,
-        **kwargs,
-    )
+    with interruptible_children():
+        return subprocess.Popen(
+            [sys.executable, "-m", "lodestar", *args],
+            env=env,
+            stdout=kwargs.pop("stdout", subprocess.PIPE),
+            stderr=subprocess.PIPE,
+            **kwargs,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -308,12 +326,13 @@ def test_ctrl_c_while_importing_exits_130_with_one_line(tmp_path):
         "sys.meta_path.insert(0, _Slow())\n"
     )
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{SRC}"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lodestar", "evaluate", "--example"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    with interruptible_children():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lodestar", "evaluate", "--example"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
     time.sleep(1.5)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=300)

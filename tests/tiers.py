@@ -13,7 +13,9 @@ tier as well (tests/test_set_measures.py, tests/test_ndcg_family.py, ...).
 The slow tier (``pytest -m slow``, which ``.ci/run`` runs too) sweeps every
 other measure; a new measure is swept there without being listed. Sweeps of
 what the engine does whatever the formula (engine paths, integer scores,
-dtypes, tiling) take one measure of every module there (:data:`ONE_PER_MODULE`).
+dtypes, tiling) take two measures in the default tier
+(:data:`ENGINE_DEFAULT_TIER`), and the default tier's and one measure of every
+module in the slow tier (:data:`ONE_PER_MODULE`).
 """
 
 import pytest
@@ -59,7 +61,13 @@ def measure_params(keys=None):
     return params(_registry.MEASURES if keys is None else keys, default=DEFAULT_TIER)
 
 
+# What the engine does whatever the formula is swept in the default tier on
+# two measures: graded gains with the ideal ranking's own sort (ndcg), and
+# binary relevance with a relevant-count context (map).
+ENGINE_DEFAULT_TIER = ("ndcg", "map")
+
+
 def engine_params():
-    """The default tier's measures, and in the slow tier one of every metrics module."""
+    """Two measures in the default tier; the default tier's and one of every module in the slow."""
     keys = dict.fromkeys((*DEFAULT_TIER, *ONE_PER_MODULE))
-    return params(keys, default=DEFAULT_TIER)
+    return params(keys, default=ENGINE_DEFAULT_TIER)
