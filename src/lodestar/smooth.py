@@ -122,7 +122,6 @@ def _check_options(temperature, method, *, caller):
 # --------------------------------------------------------------------------
 
 
-@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("method",))
 def _ranks_kernel(scores, where, temperature, *, method):
     """Soft ranks; see :func:`ranks`. Inputs already validated."""
@@ -154,7 +153,6 @@ def _cutoff(k, n):
     return n if k is None else min(k, n)
 
 
-@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=(*_STATIC, "zero_discount"))
 def _dcg_kernel(
     scores, labels, where, temperature, log_base, k, *, method, cut, gain, zero_discount
@@ -174,6 +172,7 @@ def _dcg_kernel(
     return _lists.nan_rule(value, scores, labels, where, s, gain=gain)
 
 
+# Its ideal ranking can sort on the host (decision 0026).
 @_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=_STATIC)
 def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
@@ -192,7 +191,6 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     return _lists.nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
 
 
-@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("method",))
 def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     """Per-list smooth reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""
