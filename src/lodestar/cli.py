@@ -640,6 +640,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
     progress = _start(args, out)
+    _start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
         _check_err_ceiling(qrels, requests, ceiling)
@@ -650,8 +651,6 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         groups = _judgment_groups(args)
         if groups:
             run = _groups.expand_run(run, qrels)
-        progress.begin("loading JAX")
-        _wait_for_jax()
         progress.begin("evaluating")
         joined, results, extremes = evaluation.run_joined(
             qrels,
@@ -663,6 +662,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             tie_range=args.tie_range,
             docno_rank=any(r.family == "relstring" for r in requests),
             progress=progress,
+            ready=_jax_loaded(progress, "evaluating"),
         )
         if groups:
             pairs = joined
@@ -775,8 +775,6 @@ def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
 def _run_compare(args: argparse.Namespace, out) -> int:
     import numpy as np
 
-    from lodestar import stats
-
     if len(args.runs) < 2:
         raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
     requests = _names.measures(_requests(args))
@@ -784,6 +782,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         raise UsageError("compare needs at least one measure")
     definitions = _definitions(args)
     progress = _start(args, out)
+    _start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
         runs = []
@@ -793,13 +792,17 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         names = _run_names(args.runs, runs)
         if len(set(names)) != len(names):
             raise UsageError("two runs have the same name; give each run once")
-        progress.begin("loading JAX")
-        _wait_for_jax()
         evaluated = {}
         for name, run in zip(names, runs, strict=True):
             progress.begin(f"evaluating {name}")
             joined, values, _ = evaluation.run_joined(
-                qrels, run, requests, definitions, complete=args.complete, progress=progress
+                qrels,
+                run,
+                requests,
+                definitions,
+                complete=args.complete,
+                progress=progress,
+                ready=_jax_loaded(progress, f"evaluating {name}"),
             )
             evaluated[name] = (joined.query_ids, values)
         common = set.intersection(*(set(ids) for ids, _ in evaluated.values()))
@@ -814,6 +817,8 @@ def _run_compare(args: argparse.Namespace, out) -> int:
             rows = np.array([position[q] for q in queries])
             scores[name] = {r.name: np.asarray(values[r.name])[rows] for r in requests}
         progress.begin(f"testing ({args.test})")
+        from lodestar import stats  # JAX: only once the loader thread is done
+
         comparison = stats.compare_scores(
             scores,
             test=args.test,
@@ -957,7 +962,10 @@ def _configure_jax() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-_loader: threading.Thread | None = None  # loads JAX while the files are read (console only)
+# The program (console) loads JAX on a thread while it reads the files; main()
+# called from Python does not.
+_load_in_background = False
+_loader: threading.Thread | None = None
 
 
 class _WithoutPandas:
@@ -976,17 +984,51 @@ class _WithoutPandas:
 
 
 def _load_jax() -> None:
-    """Import and configure JAX and the kernels; run on a thread by :func:`console`."""
+    """Import and configure JAX and lodestar's kernels, and warm up tracing.
+
+    Run on a thread by :func:`_start_loading_jax`, once the command line is
+    parsed and before the files are read. From then until the evaluation's
+    ``ready`` hook, the main thread imports no module that imports JAX: two
+    threads importing one package can deadlock on its submodules' import
+    locks, and CPython then fails one of the imports
+    (``tests/test_cli_startup.py`` checks this for every command). Tracing
+    and lowering a small function here makes JAX's one-time set-up (the
+    backend, MLIR's context and dialects) before the main thread needs it.
+    """
     try:
         _configure_jax()
+        import jax
+        import numpy as np
+
         from lodestar.metrics import _kernel  # noqa: F401
+
+        jax.jit(lambda x: x + 1).trace(np.zeros(1)).lower()
     except Exception:  # noqa: BLE001 - the main thread imports again and reports it
         pass
 
 
-def _wait_for_jax() -> None:
-    if _loader is not None:
-        _loader.join()
+def _start_loading_jax() -> None:
+    """Start :func:`_load_jax` on its thread, in the program (console) only."""
+    global _loader
+    if _load_in_background and _loader is None:
+        _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
+        _loader.start()
+
+
+def _jax_loaded(progress: _Progress, stage: str):
+    """A ``ready`` hook for the evaluation: wait for the loader thread, then go on with ``stage``.
+
+    The files are read, joined and the first batch padded while JAX loads;
+    the evaluation waits here before its first kernel.
+    """
+
+    def ready() -> None:
+        if _loader is not None and _loader.is_alive():
+            progress.begin("loading JAX")
+            _loader.join()
+            progress.begin(stage)
+
+    return ready
 
 
 def console() -> None:
@@ -1006,29 +1048,37 @@ def console() -> None:
     """
     import signal
 
-    global _loader
+    global _load_in_background
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())
-    interrupted = False
     try:
-        _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
-        _loader.start()
+        _load_in_background = True
         status = main()
     except KeyboardInterrupt:
         _note("interrupted")
-        status, interrupted = 130, True
-    # Ending the interpreter normally while XLA's threads or the host pool are
-    # still running an interrupted evaluation crashes it (SIGSEGV), and so does
-    # ending it while the loader thread is still importing JAX's C++ libraries.
-    # The loader is started unless the interrupt came first.
-    if interrupted or (_loader is not None and _loader.is_alive()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except OSError:
-                pass
-        os._exit(status)
-    sys.exit(status)
+        status = 130
+    # The program ends with os._exit once its streams are flushed. Ending the
+    # interpreter normally frees the run's arrays and JAX's modules one by
+    # one, a sixth of a second on a TREC-depth run that the user waits for
+    # (decision 0024); and it crashes (SIGSEGV) while XLA's threads or the
+    # host pool still run an interrupted evaluation, or while the loader
+    # thread is still importing JAX's C++ libraries.
+    os._exit(_flushed(status))
+
+
+def _flushed(status: int) -> int:
+    """``status`` once stdout and stderr are flushed; 1 if the results could not be written."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as error:
+        _note(f"error: cannot write the results: {error.strerror or error}")
+        status = status or 1
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+    except OSError:
+        pass
+    return status

@@ -175,10 +175,12 @@ def run_joined(
     tie_range: bool = False,
     docno_rank: bool = False,
     progress=None,
+    ready=None,
 ):
     """Join and evaluate, the steps the command line and :func:`evaluate` share.
 
-    ``docno_rank`` is :func:`lodestar._trec.join.join`'s.
+    ``docno_rank`` is :func:`lodestar._trec.join.join`'s; ``progress`` and
+    ``ready`` are :func:`lodestar._trec.evaluate.evaluate`'s.
 
     Returns:
       ``(joined, values, extremes)``: the :class:`~lodestar._trec.join.Joined`
@@ -206,7 +208,7 @@ def run_joined(
     max_grade = int(qrels_file.values.max(initial=0))
     requests = _names.measures(requests)
     values = _evaluate.evaluate(
-        joined, requests, definitions, max_grade=max_grade, progress=progress
+        joined, requests, definitions, max_grade=max_grade, progress=progress, ready=ready
     )
     extremes = None
     if tie_range:

@@ -75,8 +75,9 @@ def plan(lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS) -> list[Bucket]
         width = int(width)
         most = max(1, batch_items // width)
         count = -(-len(queries) // most)
-        # Equal batches, rounded up to a power of two rows.
-        rows = min(most, _shapes.bucket(-(-len(queries) // count)))
+        # Equal batches, their rows rounded up to one of eight steps per
+        # octave: a power of two would pad 1,500 queries to 2 x 1,024 rows.
+        rows = min(most, _shapes.bucket_eighths(-(-len(queries) // count)))
         buckets.append(Bucket(width, np.sort(queries), rows))
     return buckets
 

@@ -24,6 +24,7 @@ An unjudged document is never relevant under either.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -132,6 +133,7 @@ def evaluate(
     max_grade: int,
     batch_items: int = _batches.BATCH_ITEMS,
     progress: Callable[[int, int], None] | None = None,
+    ready: Callable[[], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Each request's value for every evaluated query, in ``joined.query_ids`` order.
 
@@ -144,16 +146,14 @@ def evaluate(
       batch_items: Items (rows times padded width) per padded batch.
       progress: Called as ``progress(done, total)`` with the number of
         batches done and in all, before the first batch and after each one.
+      ready: Called once the first batch is padded, before JAX is imported:
+        the command line waits there for the thread that loads JAX, so that
+        the NumPy work before it overlaps the loading.
 
     Returns:
       float64 ``(queries,)`` per request name. A query with no relevant
       document, or (with ``complete``) no retrieved one, scores 0.
     """
-    import jax
-
-    from lodestar import _ranking
-    from lodestar.metrics import _kernel
-
     level = definitions.relevance_level
     retrieved, judgments = joined.retrieved, joined.judgments
     items = retrieved.items
@@ -196,6 +196,22 @@ def evaluate(
             judged_pool = _descending_per_query(judgments, judgment_grade, judgment_grade >= 0)
 
     requests = list(requests)
+
+    n_queries = len(joined.query_ids)
+    results = {r.name: np.zeros(n_queries) for r in requests}
+    names = ("score", "label", "relevant", "judged", "pooled")
+    plan = _batches.plan(retrieved.lengths, batch_items=batch_items)
+    total, done = sum(bucket.batches for bucket in plan), 0
+    padded_batches = (
+        (bucket, batch) for bucket in plan for batch in _batches.batches(per_item, bucket, names)
+    )
+    first = next(padded_batches, None)
+    if ready is not None:
+        ready()
+    if progress is not None:
+        progress(done, total)
+    # Only now are the formulas resolved: they import lodestar.metrics, and
+    # with it JAX, which would wait for the command line's loader thread.
     kernel_requests, traced = [], []
     for request in requests:
         formula = _measure(request).formula
@@ -208,62 +224,69 @@ def evaluate(
         traced.append((k, options))
     kernel_requests = tuple(kernel_requests)
     uses_order = any(formula.uses_order for formula, _ in kernel_requests)
+    import jax
 
-    n_queries = len(joined.query_ids)
-    results = {r.name: np.zeros(n_queries) for r in requests}
-    names = ("score", "label", "relevant", "judged", "pooled")
-    plan = _batches.plan(retrieved.lengths, batch_items=batch_items)
-    total, done = sum(bucket.batches for bucket in plan), 0
-    if progress is not None:
-        progress(done, total)
+    from lodestar import _ranking
+    from lodestar.metrics import _kernel
+
+    def collect(queries: np.ndarray, values) -> None:
+        nonlocal done
+        for request, value in zip(requests, values, strict=True):
+            results[request.name][queries] = np.asarray(value)[: len(queries)]
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    in_flight = None
     with jax.enable_x64(True):
-        for bucket in plan:
-            for batch in _batches.batches(per_item, bucket, names):
-                rows = len(batch.queries)
-                context = {"relevant": batch.items["relevant"]}
-                if "judged" in wanted:
-                    context["judged"] = batch.items["judged"]
-                if "pooled" in wanted:
-                    context["pooled"] = batch.items["pooled"]
-                for name, values in per_list.items():
-                    padded = np.zeros(bucket.rows)
-                    padded[:rows] = values[batch.queries]
-                    context[name] = padded
-                if judged_pool is not None:
-                    ideal = _padded_pool(judged_pool, batch.queries, bucket.rows)
-                    context["ideal_labels"] = ideal.items["gain"]
-                    context["ideal_where"] = ideal.where
-                if pool is not None:
-                    context["sorted_ideal_gains"] = _padded_pool(
-                        pool, batch.queries, bucket.rows
-                    ).items["gain"]
-                elif needs_ideal:
-                    context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
-                arrays = {"labels": batch.items["label"], "where": batch.where, "context": context}
-                # Ranked here with the engine's NumPy sort, so that the jitted
-                # kernel holds no host callback and is kept in JAX's
-                # persistent compilation cache (decision 0018).
-                above, tied = _ranking.host_tie_blocks(
-                    batch.items["score"], batch.where, definitions.ignore_ties
-                )
-                arrays["blocks"] = (above, tied)
-                if uses_order:
-                    arrays["order"] = _ranking.host_rank_order(above, batch.where)
-                width = bucket.width
-                options = tuple({"k": width if k is None else k, **extra} for k, extra in traced)
-                values = _kernel.evaluate_formulas(
-                    batch.items["score"],
-                    arrays,
-                    options,
-                    requests=kernel_requests,
-                    rank_k=None,
-                    ignore_ties=definitions.ignore_ties,
-                )
-                for request, value in zip(requests, values, strict=True):
-                    results[request.name][batch.queries] = np.asarray(value)[:rows]
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+        for bucket, batch in itertools.chain([first] if first else [], padded_batches):
+            rows = len(batch.queries)
+            context = {"relevant": batch.items["relevant"]}
+            if "judged" in wanted:
+                context["judged"] = batch.items["judged"]
+            if "pooled" in wanted:
+                context["pooled"] = batch.items["pooled"]
+            for name, values in per_list.items():
+                padded = np.zeros(bucket.rows)
+                padded[:rows] = values[batch.queries]
+                context[name] = padded
+            if judged_pool is not None:
+                ideal = _padded_pool(judged_pool, batch.queries, bucket.rows)
+                context["ideal_labels"] = ideal.items["gain"]
+                context["ideal_where"] = ideal.where
+            if pool is not None:
+                context["sorted_ideal_gains"] = _padded_pool(
+                    pool, batch.queries, bucket.rows
+                ).items["gain"]
+            elif needs_ideal:
+                context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
+            arrays = {"labels": batch.items["label"], "where": batch.where, "context": context}
+            # Ranked here with the engine's NumPy sort, so that the jitted
+            # kernel holds no host callback and is kept in JAX's
+            # persistent compilation cache (decision 0018).
+            above, tied = _ranking.host_tie_blocks(
+                batch.items["score"], batch.where, definitions.ignore_ties
+            )
+            arrays["blocks"] = (above, tied)
+            if uses_order:
+                arrays["order"] = _ranking.host_rank_order(above, batch.where)
+            width = bucket.width
+            options = tuple({"k": width if k is None else k, **extra} for k, extra in traced)
+            values = _kernel.evaluate_formulas(
+                batch.items["score"],
+                arrays,
+                options,
+                requests=kernel_requests,
+                rank_k=None,
+                ignore_ties=definitions.ignore_ties,
+            )
+            # The previous batch's values are read once this one is
+            # dispatched, so that padding the next batch overlaps the kernel.
+            if in_flight is not None:
+                collect(*in_flight)
+            in_flight = (batch.queries, values)
+        if in_flight is not None:
+            collect(*in_flight)
     return results
 
 

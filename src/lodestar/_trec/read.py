@@ -202,7 +202,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) 
     """
     if b"#" in data or b"\x00" in data or b"\x0b" in data or b"\x0c" in data:
         return None
-    if data.count(b"\r") != data.count(b"\r\n"):
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None
     first_line = data[: data.find(b"\n")] if b"\n" in data else data
     if not first_line.strip():
@@ -260,8 +260,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) 
     if not qrels and len(values):
         # The run is named by its last line's sixth field: read from that line
         # alone, not parsed as a column of every line.
-        last = data.rstrip(b"\r\n")
-        runid = last[last.rfind(b"\n") + 1 :].rstrip(b"\r").split(delimiter.encode())[5]
+        runid = _last_line(data).split(delimiter.encode())[5]
     return TrecFile(
         name,
         query_codes,
@@ -273,6 +272,14 @@ def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) 
         None,
         data,
     )
+
+
+def _last_line(data: bytes) -> bytes:
+    """The last non-empty line of ``data``, without its line end, read without copying ``data``."""
+    end = len(data)
+    while end and data[end - 1 : end] in (b"\n", b"\r"):
+        end -= 1
+    return data[data.rfind(b"\n", 0, end) + 1 : end]
 
 
 def _encode(table: pa.Table, column: str) -> tuple[np.ndarray, pa.Array]:

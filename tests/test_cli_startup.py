@@ -1,0 +1,116 @@
+"""The program's start-up: JAX loads on a thread, and no import races it.
+
+``lodestar evaluate`` and ``lodestar compare`` import JAX and the kernels on a
+thread while the main thread reads and joins the files (decision 0027). Two
+threads importing one package can deadlock on its submodules' import locks,
+and CPython then fails one of the imports, so from the moment the loader
+starts until the evaluation's ``ready`` hook the main thread must import no
+JAX module and nothing the loader imports. These tests slow the loader's
+``import jax`` down so that the main thread runs well into that window on every
+run, record every import of ``jax*`` and ``lodestar*`` with the importing
+thread, and check the rule for each command: a race that would show once in a
+hundred runs fails here every time.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lodestar.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "lodestar" / "data"
+LOADER = "lodestar-load-jax"
+
+RECORDER = f'''
+import os, sys, threading, time
+
+LOG = os.environ["LODESTAR_TEST_IMPORT_LOG"]
+
+
+class Recorder:
+    """Logs each import of jax* or lodestar* with its thread; holds the loader at jax."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in ("jax", "jaxlib", "lodestar"):
+            return None
+        thread = threading.current_thread().name
+        loader = [t for t in threading.enumerate() if t.name == "{LOADER}"]
+        alive = int(bool(loader) and loader[0].is_alive())
+        with open(LOG, "a") as log:
+            log.write(f"{{thread}}\\t{{name}}\\t{{alive}}\\n")
+        if name == "jax" and thread == "{LOADER}":
+            time.sleep(float(os.environ["LODESTAR_TEST_JAX_DELAY"]))
+        return None
+
+
+sys.meta_path.insert(0, Recorder())
+'''
+
+
+def _run(tmp_path, arguments, *, delay):
+    hooks = tmp_path / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "sitecustomize.py").write_text(RECORDER)
+    log = tmp_path / "imports.log"
+    log.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")]),
+        "LODESTAR_TEST_IMPORT_LOG": str(log),
+        "LODESTAR_TEST_JAX_DELAY": str(delay),
+        "LODESTAR_COMPILATION_CACHE": str(tmp_path / "cache"),
+    }
+    completed = subprocess.run(
+        [sys.executable, "-m", "lodestar", *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    records = [line.split("\t") for line in log.read_text().splitlines()]
+    return completed, records
+
+
+EXAMPLE = [str(DATA / "example.qrels"), str(DATA / "example.run")]
+SECOND_RUN = "second.run"  # a copy of the example run, compared with it
+COMMANDS = {
+    "defaults": ["evaluate", *EXAMPLE],
+    "trec_eval all_trec": ["evaluate", *EXAMPLE, "--trec-eval", "-m", "all_trec"],
+    "gains per level, tie range": ["evaluate", *EXAMPLE, "-m", "ndcg.1=3,2=9", "--tie-range"],
+    "ignore ties, relstring": ["evaluate", *EXAMPLE, "--ignore-ties", "-mmap", "-mrelstring"],
+    "compare": ["compare", *EXAMPLE, SECOND_RUN],
+}
+
+
+SLOW = {"trec_eval all_trec", "ignore ties, relstring"}
+
+
+@pytest.mark.parametrize(
+    "command", [pytest.param(c, marks=[pytest.mark.slow] if c in SLOW else []) for c in COMMANDS]
+)
+def test_the_main_thread_imports_nothing_the_loader_is_importing(tmp_path, capsys, command):
+    second = tmp_path / SECOND_RUN
+    second.write_bytes((DATA / "example.run").read_bytes())
+    arguments = [str(second) if a == SECOND_RUN else a for a in COMMANDS[command]]
+    assert main(arguments) == 0
+    expected = capsys.readouterr().out
+    slowed, records = _run(tmp_path, [*arguments, "--progress", "always"], delay=0.6)
+    assert slowed.returncode == 0, slowed.stderr
+    assert slowed.stdout == expected
+
+    loaded = {name for thread, name, _ in records if thread == LOADER}
+    assert "lodestar.metrics._kernel" in loaded, "the loader thread did not import the kernels"
+    raced = [
+        name
+        for thread, name, alive in records
+        if thread == "MainThread"
+        and alive == "1"
+        and (name.split(".")[0] in ("jax", "jaxlib") or name in loaded)
+    ]
+    assert not raced, f"imported on the main thread while the loader ran: {raced}"
+    # The main thread read and joined the files while the loader was held,
+    # and then waited for it (the progress line's "loading JAX" stage).
+    assert "loading JAX" in slowed.stderr
