@@ -23,6 +23,7 @@ from pathlib import Path
 
 import jax
 import pytest
+import tiers
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
@@ -52,7 +53,16 @@ def test_python_blocks_are_doctests(path):
         assert block.lstrip().startswith(">>>"), f"{path.name}: a Python block is not a doctest"
 
 
-@pytest.mark.parametrize("path", PAGES_WITH_EXAMPLES, ids=lambda p: str(p.relative_to(DOCS)))
+# The scaling guide's examples (threads, meshes, long lists) compile programs
+# no other test needs: they run in the slow tier.
+@pytest.mark.parametrize(
+    "path",
+    tiers.params(
+        PAGES_WITH_EXAMPLES,
+        default=[p for p in PAGES_WITH_EXAMPLES if p.name != "scaling.md"],
+        ids=[str(p.relative_to(DOCS)) for p in PAGES_WITH_EXAMPLES],
+    ),
+)
 def test_page_examples(path):
     with jax.enable_x64(False):
         failures, tried = doctest.testfile(

@@ -4,7 +4,7 @@ What tests/test_measures.py does not cover: known values, trec_eval's
 rounding of the recall level, several levels at once, every refusal, the
 bracketing grid's error bound against the all-orders oracle, and agreement
 with trec_eval through pytrec_eval-terrier (and with a trec_eval 10 binary
-when ``LODESTAR_TREC_EVAL`` names one).
+when ``TREC_EVAL`` names one).
 
 Tolerances: float64 values against the oracle and trec_eval 1e-12 and 1e-9
 (both sides compute in double precision); the grid within its bound
@@ -12,8 +12,6 @@ Tolerances: float64 values against the oracle and trec_eval 1e-12 and 1e-9
 """
 
 import functools
-import os
-import shutil
 import subprocess
 
 import jax
@@ -247,13 +245,6 @@ def test_agrees_with_pytrec_eval(seed):
     assert compared > 30  # most levels count alike in trec_eval 9 and 10
 
 
-def _trec_eval_binary():
-    path = os.environ.get("LODESTAR_TREC_EVAL") or shutil.which("trec_eval")
-    if not path:
-        pytest.skip("no trec_eval binary (set LODESTAR_TREC_EVAL)")
-    return path
-
-
 def _run_trec_eval(binary, tmp_path, qrels, run, *args):
     qrels_path, run_path = tmp_path / "qrels", tmp_path / "run"
     qrels_path.write_text(
@@ -279,7 +270,7 @@ def _run_trec_eval(binary, tmp_path, qrels, run, *args):
 @pytest.mark.parametrize("cut", [None, 7])
 def test_agrees_with_a_trec_eval_binary(tmp_path, seed, cut):
     # trec_eval prints 4 decimals: agreement to 5e-5.
-    binary = _trec_eval_binary()
+    binary = trec_glue.trec_eval_binary()
     qrels, run = trec_glue.generate(seed)
     extra = () if cut is None else ("-M", str(cut))
     reference = _run_trec_eval(

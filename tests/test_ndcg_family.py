@@ -177,7 +177,7 @@ def test_ndcg_at_gain_levels_is_zero_without_relevant_items():
 small_labels = st.lists(st.integers(0, 3), min_size=1, max_size=6)
 
 
-@settings(max_examples=40)
+@settings(max_examples=2 * settings.default.max_examples)
 @given(labels=small_labels, data=st.data())
 def test_pool_judged_and_gains_match_the_oracle_over_every_order(labels, data):
     n = len(labels)

@@ -118,6 +118,7 @@ def test_reciprocal_rank_score_is_the_weighted_mean_of_the_metric(batch):
     )
 
 
+@pytest.mark.slow  # the engine paths' own tests (test_measures.py) run in the default tier
 def test_large_lists_match_sklearn_on_every_engine_path():
     # Lengths straddle the pairwise threshold, so the drop-ins (which rank whole
     # lists) compare the pairwise and sort paths with scikit-learn; the top-k

@@ -34,6 +34,10 @@ METHODS = smooth.METHODS
 # sigmoid ranks and the permutahedron projection, the two most different
 # methods, and on every method in the slow tier.
 SWEPT_METHODS = tiers.params(METHODS, default=("sigmoid", "permutahedron"))
+# The sweeps whose permutahedron case adds only compilation: sigmoid alone in
+# the default tier (the permutahedron's values, gradients and padding are
+# checked there by the convergence, finite-difference and jit tests).
+SIGMOID_ONLY = tiers.params(METHODS, default=("sigmoid",))
 TEMPERATURES = (1.0, 0.1, 0.01, 0.001)
 
 
@@ -170,7 +174,7 @@ def _metrics_and_grads(method, scores, labels, where):
     return every_function(scores), jax.grad(total)(scores)
 
 
-@pytest.mark.parametrize("method", SWEPT_METHODS)
+@pytest.mark.parametrize("method", SIGMOID_ONLY)
 def test_values_and_gradients_are_finite(method):
     for dtype in (jnp.float32, jnp.bfloat16):
         scores, labels, where = _hard_batch(dtype)
@@ -244,7 +248,7 @@ def test_gradients_match_finite_differences(method):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", SWEPT_METHODS)
+@pytest.mark.parametrize("method", SIGMOID_ONLY)
 def test_padding_takes_no_part(method):
     rng = np.random.default_rng(3)
     scores = tie_free(rng, (2, 5))
@@ -503,7 +507,7 @@ def _dense_sigmoid_ranks(s, valid, temperature):
     return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
 
 
-@pytest.mark.parametrize("n", [_soft_ranks._BLOCKED_MIN_N, 700])
+@pytest.mark.parametrize("n", tiers.params([_soft_ranks._BLOCKED_MIN_N, 700], default=(700,)))
 def test_long_sigmoid_ranks_are_blocked_and_equal_the_dense_form(n):
     # From _BLOCKED_MIN_N items the sigmoid ranks run over column blocks with a
     # hand-written gradient; value and gradients (scores and temperature) must

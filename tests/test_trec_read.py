@@ -11,6 +11,7 @@ import gzip
 import re
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,3 +150,49 @@ def test_content_lines_skip_blank_and_comment_lines():
     assert read.content_lines(data).tolist() == [1, 4, 6]
     assert read.content_lines(b"").tolist() == []
     assert read.content_lines(b"\n\n#x\n").tolist() == []
+
+
+# --- reading in blocks and parsing in pieces, for the progress line ---------------------
+
+
+def _run_text(lines: int, seed: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    return b"".join(
+        f"q{i % 7} Q0 d{rng.integers(10**6)}-{i} {i + 1} {rng.random():.6f} sys\n".encode()
+        for i in range(lines)
+    )
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_file_is_read_in_blocks_with_its_progress(tmp_path, monkeypatch, compressed):
+    text = _run_text(3_000)
+    monkeypatch.setattr(read, "READ_BLOCK", 4_096)
+    # Two gzip members, read one after the other as gzip itself does.
+    half = len(text) // 2
+    data = gzip.compress(text[:half]) + gzip.compress(text[half:]) if compressed else text
+    path = tmp_path / "run"
+    path.write_bytes(b"\xef\xbb\xbf" + text if not compressed else data)
+    calls = []
+    got = read.read_bytes(path, progress=lambda done, total: calls.append((done, total)))
+    assert isinstance(got, bytearray) and got == text  # the byte-order mark is dropped
+    size = path.stat().st_size
+    assert len(calls) >= 3 and all(total == size for _, total in calls)
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == size
+
+
+def test_a_large_file_is_parsed_in_pieces_to_the_same_records(tmp_path, monkeypatch):
+    text = _run_text(2_000, seed=1)
+    path = tmp_path / "run"
+    path.write_bytes(text)
+    whole = read.read_run(path)
+    monkeypatch.setattr(read, "PARSE_PIECE", 10_000)
+    stages = []
+    pieces = read.read_run(path, progress=lambda *call: stages.append(call))
+    same_records(pieces, whole)
+    parsed = [(done, total) for stage, done, total in stages if stage == "parsing"]
+    assert len(parsed) >= len(text) // 10_000 - 1
+    assert parsed[-1] == (len(text), len(text))
+    # Every "reading" call comes before the first "parsing" one.
+    order = [stage for stage, _, _ in stages]
+    assert order == sorted(order, key=["reading", "parsing"].index) and "reading" in order

@@ -9,7 +9,22 @@ float32 (multiples of 2**-12 below 2**8), so trec_eval's order (pytrec_eval
 stores scores in single precision) is the order of the scores.
 """
 
+import os
+import shutil
+
 import numpy as np
+import pytest
+
+# A trec_eval 10 binary, built from https://github.com/usnistgov/trec_eval with
+# `make`: $TREC_EVAL, else trec_eval on the path (the benchmarks read the same).
+TREC_EVAL = os.environ.get("TREC_EVAL") or shutil.which("trec_eval")
+
+
+def trec_eval_binary() -> str:
+    """The trec_eval binary's path; the calling test is skipped without one."""
+    if not TREC_EVAL or not os.access(TREC_EVAL, os.X_OK):
+        pytest.skip("no trec_eval binary ($TREC_EVAL or trec_eval on the path)")
+    return TREC_EVAL
 
 
 def generate(seed: int, *, queries=(4, 14), pool=40):

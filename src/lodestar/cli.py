@@ -72,13 +72,15 @@ class _Progress:
         self.delay = 0.0 if mode == "always" else _PROGRESS_AFTER_SECONDS
         self.started = time.monotonic()
         self.stage, self.total, self.done, self.drawn = "", 0, 0, False
+        self.unit = "batches"
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._redrawing: threading.Thread | None = None
 
-    def begin(self, stage: str, total: int = 0) -> None:
+    def begin(self, stage: str, total: int = 0, *, unit: str = "batches") -> None:
+        """Start a stage of ``total`` steps (none: only its time is shown), in batches or bytes."""
         with self._lock:
-            self.stage, self.total, self.done = stage, total, 0
+            self.stage, self.total, self.done, self.unit = stage, total, 0, unit
             self.started = time.monotonic()
             self._draw()
         if self.enabled and self._redrawing is None and not self._closed.is_set():
@@ -104,10 +106,10 @@ class _Progress:
         line = f"{self.stage} {elapsed:.1f} s"
         if self.total:
             filled = round(30 * self.done / max(self.total, 1))
-            line = (
-                f"{self.stage} [{'#' * filled}{'.' * (30 - filled)}] "
-                f"{self.done}/{self.total} batches, {elapsed:.1f} s"
-            )
+            count = f"{self.done}/{self.total} batches"
+            if self.unit == "bytes":
+                count = _byte_counts(self.done, self.total)
+            line = f"{self.stage} [{'#' * filled}{'.' * (30 - filled)}] {count}, {elapsed:.1f} s"
         self.stream.write(f"\r{line}\033[K")
         self.stream.flush()
         self.drawn = True
@@ -125,6 +127,14 @@ class _Progress:
     def close(self) -> None:
         self._closed.set()
         self.end_line()
+
+
+def _byte_counts(done: int, total: int) -> str:
+    """``done/total`` in the unit of ``total``: ``120.3/376.7 MB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if total >= scale:
+            return f"{done / scale:.1f}/{total / scale:.1f} {unit}"
+    return f"{done}/{total} B"
 
 
 # The progress line last drawn, which _note ends before it prints.
@@ -606,9 +616,20 @@ def _requests(args) -> list[_names.Request]:
     return requests
 
 
-def _open(path: str, reader):
+def _open(path: str, reader, progress: _Progress):
+    """``reader(path)``, with its reading and parsing on the progress line, in bytes."""
+    stage = ""
+
+    def report(now: str, done: int, total: int) -> None:
+        nonlocal stage
+        if now != stage:
+            stage = now
+            progress.begin(f"{now} {path}", total, unit="bytes")
+        progress(done, total)
+
+    progress.begin(f"reading {path}")
     try:
-        return reader(path)
+        return reader(path, progress=report)
     except (FileNotFoundError, IsADirectoryError, PermissionError) as error:
         raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
 
@@ -644,8 +665,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     try:
         qrels = _read_qrels(args, definitions, progress)
         _check_err_ceiling(qrels, requests, ceiling)
-        progress.begin(f"reading {args.run}")
-        run = _open(args.run, _read.read_run)
+        run = _open(args.run, _read.read_run, progress)
         if args.single_precision:
             _check_single_precision(run)
         groups = _judgment_groups(args)
@@ -757,9 +777,8 @@ def _start(args, out) -> _Progress:
 
 def _read_qrels(args, definitions: _evaluate.Definitions, progress: _Progress) -> _read.TrecFile:
     """The qrels of ``args``, refused if a relevance does not suit ``definitions``."""
-    progress.begin(f"reading {args.qrels}")
     reader = functools.partial(_read.read_qrels, judgment_groups=_judgment_groups(args))
-    qrels = _open(args.qrels, reader)
+    qrels = _open(args.qrels, reader, progress)
     _evaluate.check_relevance(qrels, definitions)
     return qrels
 
@@ -787,8 +806,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         qrels = _read_qrels(args, definitions, progress)
         runs = []
         for path in args.runs:
-            progress.begin(f"reading {path}")
-            runs.append(_open(path, _read.read_run))
+            runs.append(_open(path, _read.read_run, progress))
         names = _run_names(args.runs, runs)
         if len(set(names)) != len(names):
             raise UsageError("two runs have the same name; give each run once")

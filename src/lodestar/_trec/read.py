@@ -31,16 +31,28 @@ every refusal. Decision 0018 records the measurements.
 
 from __future__ import annotations
 
+import functools
 import gzip
+import io
 import os
 import sys
 import zlib
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
+
+# progress(done, total): bytes read, or parsed, of all; and the same with the
+# stage ("reading", "parsing") first.
+Progress = Callable[[int, int], None]
+Stages = Callable[[str, int, int], None]
+# Files are read, decompressed and parsed in blocks of this size, so that a
+# progress line can follow a large file.
+READ_BLOCK = 1 << 24
+PARSE_PIECE = 1 << 26
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
@@ -99,8 +111,18 @@ def refuse(path: str, line: int, message: str) -> ValueError:
     return ValueError(f"{path}:{line}: {message}")
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
+def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> bytes | bytearray:
     """The file's bytes, decompressed if gzip; ``-`` is standard input.
+
+    A file is read in blocks into one ``bytearray`` (decompressed block by
+    block if gzip), so that ``progress`` can follow it and no second copy of
+    the bytes is ever made; standard input is read whole, as ``bytes``.
+
+    Args:
+      path: The file, or ``-``.
+      progress: Called as ``progress(done, total)`` with the bytes of the
+        file read so far (compressed bytes, for gzip) and its size, after
+        each block.
 
     Raises:
       OSError: the file cannot be read, or it is a truncated or corrupt gzip
@@ -108,20 +130,58 @@ def read_bytes(path: str | os.PathLike) -> bytes:
     """
     name = os.fspath(path)
     if name == "-":
-        data = sys.stdin.buffer.read()
+        data: bytes | bytearray = sys.stdin.buffer.read()
+        if data.startswith(_GZIP_MAGIC):
+            data = _gunzip(name, io.BytesIO(data))
     else:
         with open(name, "rb") as file:
-            data = file.read()
-    if data.startswith(_GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-            reason = "it ends before the compressed stream does"
-            if not isinstance(error, EOFError):
-                reason = f"the compressed stream is corrupt ({error})"
-            raise OSError(f"{name}: cannot read this gzip file: {reason}") from None
+            size = os.fstat(file.fileno()).st_size
+            if file.read(2) == _GZIP_MAGIC:
+                file.seek(0)
+                data = _gunzip(name, file, size, progress)
+            else:
+                file.seek(0)
+                data = _read_blocks(file, size, progress)
     if data.startswith(_BOM):
-        data = data[len(_BOM) :]
+        if isinstance(data, bytearray):
+            del data[: len(_BOM)]  # in place: no copy of a large file
+        else:
+            data = data[len(_BOM) :]
+    return data
+
+
+def _read_blocks(file, size: int, progress: Progress | None) -> bytearray:
+    """A regular file's bytes, read into one bytearray in blocks of :data:`READ_BLOCK`."""
+    data = bytearray(size)
+    view, done = memoryview(data), 0
+    while done < size:
+        count = file.readinto(view[done : done + READ_BLOCK])
+        if not count:
+            break  # the file shrank while it was read
+        done += count
+        if progress is not None:
+            progress(done, size)
+    view.release()
+    del data[done:]
+    # A file that grew while it was read: its new end as well.
+    data += file.read()
+    return data
+
+
+def _gunzip(name: str, file, size: int = 0, progress: Progress | None = None) -> bytearray:
+    """A gzip stream's bytes (every member), decompressed block by block."""
+    data = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=file, mode="rb") as stream:
+            while block := stream.read(READ_BLOCK):
+                data += block
+                if progress is not None and size:
+                    progress(min(file.tell(), size), size)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        reason = "it ends before the compressed stream does"
+        if not isinstance(error, EOFError):
+            reason = f"the compressed stream is corrupt ({error})"
+        raise OSError(f"{name}: cannot read this gzip file: {reason}") from None
     return data
 
 
@@ -147,42 +207,56 @@ def _expected(fields: tuple[str, ...], *, at_least: bool) -> str:
     return f"{count} ({' '.join(fields)})"
 
 
-def read_qrels(path: str | os.PathLike, *, judgment_groups: bool = False) -> TrecFile:
+def read_qrels(
+    path: str | os.PathLike, *, judgment_groups: bool = False, progress: Stages | None = None
+) -> TrecFile:
     """Read a qrels file: ``qid iter docno rel`` per line, ``rel`` an integer.
 
     With ``judgment_groups`` the second field names the judgment group
     (trec_eval's ``qrels_jg`` format, ``get_qrels_jg.c``), and each record's
     query is the pair ``qid jg``, one space between: a query judged by three
     groups reads as three queries, which :mod:`lodestar._trec.groups` pairs
-    with the run's query and averages back.
+    with the run's query and averages back. ``progress`` is
+    :func:`read_run`'s.
 
     Raises:
       ValueError: a line is malformed (the message names the file and line).
       OSError: the file cannot be read or decompressed.
     """
-    return _read(path, qrels=True, groups=judgment_groups)
+    return _read(path, qrels=True, groups=judgment_groups, progress=progress)
 
 
-def read_run(path: str | os.PathLike) -> TrecFile:
+def read_run(path: str | os.PathLike, *, progress: Stages | None = None) -> TrecFile:
     """Read a run: ``qid Q0 docno rank score runid [more fields]`` per line, ``score`` finite.
 
+    Args:
+      path: The file (plain or gzip), or ``-`` for standard input.
+      progress: Called as ``progress(stage, done, total)``: stage
+        ``"reading"`` with the file's bytes read of its size, then
+        ``"parsing"`` with the bytes parsed of all of them.
+
     Raises:
       ValueError: a line is malformed (the message names the file and line).
       OSError: the file cannot be read or decompressed.
     """
-    return _read(path, qrels=False)
+    return _read(path, qrels=False, progress=progress)
 
 
-def _read(path, *, qrels: bool, groups: bool = False) -> TrecFile:
+def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = None) -> TrecFile:
     name = os.fspath(path)
-    data = read_bytes(path)
-    found = _read_regular(name, data, qrels=qrels, groups=groups)
+    reading = parsing = None
+    if progress is not None:
+        reading = functools.partial(progress, "reading")
+        parsing = functools.partial(progress, "parsing")
+    data = read_bytes(path, progress=reading)
+    found = _read_regular(name, data, qrels=qrels, groups=groups, progress=parsing)
     # pyarrow's allocator returns freed memory to the system only after a
     # delay; the parsed table is gone, and the join is about to allocate as
     # much again.
     pa.default_memory_pool().release_unused()
     if found is None:
-        return _read_lines(name, data, qrels=qrels, groups=groups)
+        # The line-by-line reader's tokens are dictionary keys: bytes.
+        return _read_lines(name, bytes(data), qrels=qrels, groups=groups)
     # A file can be read again to locate a line; standard input cannot.
     # (Not ``_replace``: a TrecFile's ``len`` counts its records.)
     return found if name == "-" else TrecFile(*found[:-1], None)
@@ -193,12 +267,22 @@ def _read(path, *, qrels: bool, groups: bool = False) -> TrecFile:
 # --------------------------------------------------------------------------
 
 
-def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) -> TrecFile | None:
+def _read_regular(
+    name: str,
+    data: bytes | bytearray,
+    *,
+    qrels: bool,
+    groups: bool = False,
+    progress: Progress | None = None,
+) -> TrecFile | None:
     """The file read by pyarrow, or None if it is not regular enough to be read exactly.
 
     Regular: one delimiter (a tab, or a single space) between exactly four
     (qrels) or six (run) fields on every line, no comment, no NUL byte, and
-    numbers pyarrow parses to what the line-by-line reader would accept.
+    numbers pyarrow parses to what the line-by-line reader would accept. A
+    large file is parsed in pieces of whole lines (:data:`PARSE_PIECE`
+    bytes or so), one table chunk each, with ``progress(done, total)`` after
+    each piece.
     """
     if b"#" in data or b"\x00" in data or b"\x0b" in data or b"\x0c" in data:
         return None
@@ -218,24 +302,33 @@ def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) 
     types = {n: pa.binary() for n in names}
     types[names[value_field]] = pa.int64() if qrels else pa.float64()
     wanted = [names[0], names[2], names[value_field]] + ([names[1]] if groups else [])
+    options = {
+        "read_options": pcsv.ReadOptions(column_names=names, block_size=READ_BLOCK),
+        "parse_options": pcsv.ParseOptions(
+            delimiter=delimiter,
+            quote_char=False,
+            escape_char=False,
+            double_quote=False,
+            newlines_in_values=False,
+            ignore_empty_lines=True,
+        ),
+        "convert_options": pcsv.ConvertOptions(
+            column_types=types, include_columns=wanted, strings_can_be_null=False
+        ),
+    }
+    buffer, pieces, start = pa.py_buffer(data), [], 0
     try:
-        table = pcsv.read_csv(
-            pa.py_buffer(data),
-            read_options=pcsv.ReadOptions(column_names=names, block_size=1 << 24),
-            parse_options=pcsv.ParseOptions(
-                delimiter=delimiter,
-                quote_char=False,
-                escape_char=False,
-                double_quote=False,
-                newlines_in_values=False,
-                ignore_empty_lines=True,
-            ),
-            convert_options=pcsv.ConvertOptions(
-                column_types=types, include_columns=wanted, strings_can_be_null=False
-            ),
-        )
+        while start < len(data):
+            newline = data.find(b"\n", start + PARSE_PIECE)
+            end = len(data) if newline < 0 else newline + 1
+            pieces.append(pcsv.read_csv(buffer.slice(start, end - start), **options))
+            start = end
+            if progress is not None:
+                progress(end, len(data))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    table = pa.concat_tables(pieces)  # the data hold a line, so there is a piece
+    del pieces
     for column in wanted:
         chunks = table.column(column)
         if chunks.null_count:
@@ -260,7 +353,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) 
     if not qrels and len(values):
         # The run is named by its last line's sixth field: read from that line
         # alone, not parsed as a column of every line.
-        runid = _last_line(data).split(delimiter.encode())[5]
+        runid = bytes(_last_line(data).split(delimiter.encode())[5])
     return TrecFile(
         name,
         query_codes,
@@ -274,7 +367,7 @@ def _read_regular(name: str, data: bytes, *, qrels: bool, groups: bool = False) 
     )
 
 
-def _last_line(data: bytes) -> bytes:
+def _last_line(data: bytes | bytearray) -> bytes | bytearray:
     """The last non-empty line of ``data``, without its line end, read without copying ``data``."""
     end = len(data)
     while end and data[end - 1 : end] in (b"\n", b"\r"):
