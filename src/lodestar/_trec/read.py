@@ -88,7 +88,7 @@ class TrecFile(NamedTuple):
     values: np.ndarray
     runid: bytes | None
     lines: np.ndarray | None
-    data: bytes | None
+    data: bytes | bytearray | None
 
     def line(self, record: int) -> int:
         """The 1-based line number of ``record``."""
@@ -185,7 +185,7 @@ def _gunzip(name: str, file, size: int = 0, progress: Progress | None = None) ->
     return data
 
 
-def content_lines(data: bytes) -> np.ndarray:
+def content_lines(data: bytes | bytearray) -> np.ndarray:
     """1-based numbers of the lines that hold a record (not blank, not a comment)."""
     buffer = np.frombuffer(data, np.uint8)
     ends = np.flatnonzero(buffer == 10)
