@@ -8,7 +8,9 @@ pyarrow's parser must read exactly as the line-by-line reader reads them.
 """
 
 import gzip
+import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -196,3 +198,23 @@ def test_a_large_file_is_parsed_in_pieces_to_the_same_records(tmp_path, monkeypa
     # Every "reading" call comes before the first "parsing" one.
     order = [stage for stage, _, _ in stages]
     assert order == sorted(order, key=["reading", "parsing"].index) and "reading" in order
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_pipe_is_read_whole_as_a_shell_passes_it(tmp_path, compressed):
+    # `lodestar evaluate qrels <(zcat run.gz)` names a pipe, which cannot seek
+    # and has no size.
+    text = _run_text(500)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(
+        target=fifo.write_bytes, args=(gzip.compress(text) if compressed else text,)
+    )
+    writer.start()
+    try:
+        got = read.read_run(fifo, progress=lambda *call: None)
+    finally:
+        writer.join(timeout=30)
+    path = tmp_path / "run"
+    path.write_bytes(text)
+    same_records(got, read.read_run(path))

@@ -74,10 +74,10 @@ class TrecFile(NamedTuple):
       lines: int64 ``(records,)`` 1-based line of each record, or None when
         the records are the file's content lines in order (found on demand
         by :meth:`line`).
-      data: The decompressed bytes of standard input, kept only to locate
-        lines; None for a file, which :meth:`line` reads again (only a
-        refusal needs a line number, and a run's bytes can be most of the
-        program's memory).
+      data: The decompressed bytes of standard input or a pipe, kept only
+        to locate lines; None for a regular file, which :meth:`line` reads
+        again (only a refusal needs a line number, and a run's bytes can be
+        most of the program's memory).
     """
 
     path: str
@@ -116,7 +116,8 @@ def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> 
 
     A file is read in blocks into one ``bytearray`` (decompressed block by
     block if gzip), so that ``progress`` can follow it and no second copy of
-    the bytes is ever made; standard input is read whole, as ``bytes``.
+    the bytes is ever made. Standard input and a pipe (``<(zcat run.gz)``),
+    whose size is unknown, are read whole.
 
     Args:
       path: The file, or ``-``.
@@ -130,24 +131,35 @@ def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> 
     """
     name = os.fspath(path)
     if name == "-":
-        data: bytes | bytearray = sys.stdin.buffer.read()
-        if data.startswith(_GZIP_MAGIC):
-            data = _gunzip(name, io.BytesIO(data))
-    else:
-        with open(name, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if file.read(2) == _GZIP_MAGIC:
-                file.seek(0)
-                data = _gunzip(name, file, size, progress)
-            else:
-                file.seek(0)
-                data = _read_blocks(file, size, progress)
-    if data.startswith(_BOM):
-        if isinstance(data, bytearray):
-            del data[: len(_BOM)]  # in place: no copy of a large file
+        return _unpacked(name, sys.stdin.buffer.read())
+    with open(name, "rb") as file:
+        if not file.seekable():  # a pipe, as from ``<(zcat run.gz)``: its size is unknown
+            return _unpacked(name, file.read())
+        size = os.fstat(file.fileno()).st_size
+        gzipped = file.read(2) == _GZIP_MAGIC
+        file.seek(0)
+        if gzipped:
+            data = _gunzip(name, file, size, progress)
         else:
-            data = data[len(_BOM) :]
+            data = _read_blocks(file, size, progress)
+    if data.startswith(_BOM):
+        del data[: len(_BOM)]  # in place: no copy of a large file
     return data
+
+
+def _rereadable(name: str) -> bool:
+    """Whether the file can be read a second time (not standard input or a pipe)."""
+    return name != "-" and os.path.isfile(name)
+
+
+def _unpacked(name: str, data: bytes) -> bytes | bytearray:
+    """Bytes read whole (standard input, a pipe): gunzipped if gzip, byte-order mark dropped."""
+    if data.startswith(_GZIP_MAGIC):
+        unpacked = _gunzip(name, io.BytesIO(data))
+        if unpacked.startswith(_BOM):
+            del unpacked[: len(_BOM)]
+        return unpacked
+    return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
 def _read_blocks(file, size: int, progress: Progress | None) -> bytearray:
@@ -256,10 +268,10 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
     pa.default_memory_pool().release_unused()
     if found is None:
         # The line-by-line reader's tokens are dictionary keys: bytes.
-        return _read_lines(name, bytes(data), qrels=qrels, groups=groups)
-    # A file can be read again to locate a line; standard input cannot.
-    # (Not ``_replace``: a TrecFile's ``len`` counts its records.)
-    return found if name == "-" else TrecFile(*found[:-1], None)
+        found = _read_lines(name, bytes(data), qrels=qrels, groups=groups)
+    # A regular file can be read again to locate a line; standard input and
+    # a pipe cannot. (Not ``_replace``: a TrecFile's ``len`` counts its records.)
+    return TrecFile(*found[:-1], None) if _rereadable(name) else found
 
 
 # --------------------------------------------------------------------------
