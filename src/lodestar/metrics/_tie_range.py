@@ -75,9 +75,10 @@ def tie_range(
     ``tests/test_tie_range.py`` checks it against every order for lists of up
     to 7 items, for every measure the registry marks ``tie_extremes``. For a measure
     that is not monotone in relevance this way, the pair is the value at
-    those two orders, not necessarily its extremes: trec_eval's normalized
-    gain ``G`` discounts by the gain collected so far, and labels tied as
-    1, 1, 3, 2 score 0.689 against 0.704 relevant-last.
+    those two orders, not necessarily its extremes, and the tie average may
+    lie outside it: trec_eval's normalized gain ``G`` discounts by the gain
+    collected so far, and labels tied as 1, 1, 3, 2 score 0.689 against
+    0.704 relevant-last.
 
     Args:
       metric: A function of :mod:`lodestar.metrics`.
