@@ -114,3 +114,20 @@ def test_the_main_thread_imports_nothing_the_loader_is_importing(tmp_path, capsy
     # The main thread read and joined the files while the loader was held,
     # and then waited for it (the progress line's "loading JAX" stage).
     assert "loading JAX" in slowed.stderr
+
+
+def test_a_profiler_of_the_program_gets_its_results(tmp_path):
+    # The program ends with os._exit, except under a profiler or a coverage
+    # tracer, which write their results as the interpreter ends.
+    profile = tmp_path / "evaluate.prof"
+    completed = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "lodestar"]
+        + ["evaluate", "--example", "-m", "P@2"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LODESTAR_COMPILATION_CACHE": str(tmp_path / "cache")},
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines()[-1].split("\t") == ["P@2".ljust(22), "all", "0.4792"]
+    assert profile.stat().st_size > 0

@@ -1080,10 +1080,15 @@ def console() -> None:
     # The program ends with os._exit once its streams are flushed. Ending the
     # interpreter normally frees the run's arrays and JAX's modules one by
     # one, a sixth of a second on a TREC-depth run that the user waits for
-    # (decision 0024); and it crashes (SIGSEGV) while XLA's threads or the
+    # (decision 0027); and it crashes (SIGSEGV) while XLA's threads or the
     # host pool still run an interrupted evaluation, or while the loader
-    # thread is still importing JAX's C++ libraries.
-    os._exit(_flushed(status))
+    # thread is still importing JAX's C++ libraries. Under a profiler or a
+    # coverage tracer, which write their results as the interpreter ends,
+    # it ends normally.
+    status = _flushed(status)
+    if sys.getprofile() is None and sys.gettrace() is None:
+        os._exit(status)
+    sys.exit(status)
 
 
 def _flushed(status: int) -> int:
