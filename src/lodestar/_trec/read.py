@@ -131,19 +131,24 @@ def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> 
     """
     name = os.fspath(path)
     if name == "-":
-        return _unpacked(name, sys.stdin.buffer.read())
-    with open(name, "rb") as file:
-        if not file.seekable():  # a pipe, as from ``<(zcat run.gz)``: its size is unknown
-            return _unpacked(name, file.read())
-        size = os.fstat(file.fileno()).st_size
-        gzipped = file.read(2) == _GZIP_MAGIC
-        file.seek(0)
-        if gzipped:
-            data = _gunzip(name, file, size, progress)
-        else:
-            data = _read_blocks(file, size, progress)
+        data = _whole(name, sys.stdin.buffer.read())
+    else:
+        with open(name, "rb") as file:
+            if not file.seekable():  # a pipe, as from ``<(zcat run.gz)``: its size is unknown
+                data = _whole(name, file.read())
+            else:
+                size = os.fstat(file.fileno()).st_size
+                gzipped = file.read(2) == _GZIP_MAGIC
+                file.seek(0)
+                if gzipped:
+                    data = _gunzip(name, file, size, progress)
+                else:
+                    data = _read_blocks(file, size, progress)
     if data.startswith(_BOM):
-        del data[: len(_BOM)]  # in place: no copy of a large file
+        if isinstance(data, bytearray):
+            del data[: len(_BOM)]  # in place: no copy of a large file
+        else:
+            data = data[len(_BOM) :]
     return data
 
 
@@ -152,14 +157,9 @@ def _rereadable(name: str) -> bool:
     return name != "-" and os.path.isfile(name)
 
 
-def _unpacked(name: str, data: bytes) -> bytes | bytearray:
-    """Bytes read whole (standard input, a pipe): gunzipped if gzip, byte-order mark dropped."""
-    if data.startswith(_GZIP_MAGIC):
-        unpacked = _gunzip(name, io.BytesIO(data))
-        if unpacked.startswith(_BOM):
-            del unpacked[: len(_BOM)]
-        return unpacked
-    return data[len(_BOM) :] if data.startswith(_BOM) else data
+def _whole(name: str, data: bytes) -> bytes | bytearray:
+    """Bytes read whole (standard input, a pipe), decompressed if gzip."""
+    return _gunzip(name, io.BytesIO(data)) if data.startswith(_GZIP_MAGIC) else data
 
 
 def _read_blocks(file, size: int, progress: Progress | None) -> bytearray:
