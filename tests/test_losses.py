@@ -12,6 +12,7 @@ metric, a NumPy brute force, or the loss on other inputs), so each can fail.
 
 import functools
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -322,6 +323,30 @@ def test_listmle_ties_and_key():
         for i in range(16)
     }
     assert len(draws) == 2
+
+
+def test_listmle_takes_one_key_of_either_kind_and_refuses_others_under_jit_too():
+    scores = jnp.array([0.1, 0.9, 0.4], F64)
+    labels = jnp.array([1.0, 1.0, 0.0], F64)
+    typed = losses.listmle_loss(scores, labels, key=jax.random.key(3))
+    raw = losses.listmle_loss(scores, labels, key=jax.random.PRNGKey(3))
+    np.testing.assert_allclose(raw, typed, **TIGHT)
+    # One key per call inside vmap: each mapped call sees a single key.
+    keys = jax.random.split(jax.random.key(3), 4)
+    mapped = jax.vmap(lambda key: losses.listmle_loss(scores, labels, key=key))(keys)
+    assert mapped.shape == (4,)
+    prefix = "The 'key' parameter of listmle_loss must be one jax.random.key, one "
+    for bad, got in [
+        (jnp.zeros(2, jnp.float32), "an array of dtype float32 and shape (2,)"),
+        (keys, "an array of dtype key<fry> and shape (4,)"),
+        (jnp.zeros(3, jnp.uint32), "an array of dtype uint32 and shape (3,)"),
+        (7, "7"),
+    ]:
+        message = f"{prefix}jax.random.PRNGKey or None. Got {got} instead."
+        with pytest.raises(InvalidParameterError, match=re.escape(message)):
+            losses.listmle_loss(scores, labels, key=bad)
+    with pytest.raises(InvalidParameterError, match="The 'key' parameter"):
+        jax.jit(lambda key: losses.listmle_loss(scores, labels, key=key))(jnp.zeros(2))
 
 
 def test_pairwise_temperature():

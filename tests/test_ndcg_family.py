@@ -272,9 +272,11 @@ def test_refusals():
     scores, labels = np.zeros(3), np.ones(3)
     for function in (metrics.ndcg, metrics.ndcg_at_relevant, metrics.ndcg_at_gain_levels):
         name = function.__name__
-        with pytest.raises(ValueError, match=f"{name} expects judged to be a boolean mask"):
+        with pytest.raises(ValueError, match=f"{name} expects `judged` to be a boolean mask; got"):
             function(scores, labels, judged=np.ones(3))
-        with pytest.raises(ValueError, match=f"{name} expects judged"):
+        with pytest.raises(
+            ValueError, match=f"{name} expects `judged` of the same shape as scores"
+        ):
             function(scores, labels, judged=np.ones(4, bool))
         with pytest.raises(ValueError, match="The 'gain' parameter"):
             function(scores, labels, gain="cubic")

@@ -854,20 +854,3 @@ def check_per_list_values(values, scores, segments, max_segments, *, name: str, 
         if not np.all(np.isfinite(found)) or np.any(found < 0):
             raise ValueError(f"{caller} expects {name} to hold finite non-negative numbers.")
     return values
-
-
-def check_judged(judged, scores, *, caller: str):
-    """Check a per-item ``judged`` mask; return it as an array (or None).
-
-    Raises:
-      ValueError: it is not a boolean array of the scores' shape.
-    """
-    if judged is None:
-        return None
-    judged = jnp.asarray(judged)
-    if judged.dtype != jnp.bool_ or judged.shape != jnp.shape(scores):
-        raise ValueError(
-            f"{caller} expects judged to be a boolean mask of the scores' shape "
-            f"{jnp.shape(scores)}; got {judged.dtype} {judged.shape}."
-        )
-    return judged

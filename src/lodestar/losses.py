@@ -135,6 +135,25 @@ def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
     return int(value)
 
 
+def _check_key(key, *, caller: str):
+    """None, one typed key (``jax.random.key``) or one raw key (``PRNGKey``: two uint32).
+
+    A static property, so it raises under ``jit`` too; one key serves the whole
+    batch, as ``jax.random.uniform(key, scores.shape)`` draws per item.
+    """
+    if key is None:
+        return None
+    dtype, shape = getattr(key, "dtype", None), getattr(key, "shape", None)
+    typed = dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key)
+    if (typed and shape == ()) or (not typed and dtype == jnp.uint32 and shape == (2,)):
+        return key
+    got = repr(key) if dtype is None else f"an array of dtype {dtype} and shape {shape}"
+    raise _validation.InvalidParameterError(
+        f"The 'key' parameter of {caller} must be one jax.random.key, one "
+        f"jax.random.PRNGKey or None. Got {got} instead."
+    )
+
+
 def _prepare(
     scores,
     labels,
@@ -497,7 +516,8 @@ def listmle_loss(
       {{loss_returns}}
 
     Raises:
-      InvalidParameterError: ``reduction`` is unknown.
+      InvalidParameterError: ``reduction`` is unknown; ``key`` is not None, one
+        typed key or one raw ``PRNGKey``.
       {{loss_value_error}}
 
     Example:
@@ -514,6 +534,7 @@ def listmle_loss(
       theory and algorithm", ICML 2008. https://doi.org/10.1145/1390156.1390306
     """
     caller = "listmle_loss"
+    key = _check_key(key, caller=caller)
     scores, labels, where, weights, reduction = _prepare(
         scores,
         labels,

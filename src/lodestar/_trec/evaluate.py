@@ -125,6 +125,122 @@ def _cutoff(request: Request, definitions: Definitions) -> int | None:
     return min(cuts) if cuts else None
 
 
+class _QueryContext(NamedTuple):
+    """What the measures read of each query besides its ranked documents.
+
+    Attributes:
+      item_names: The per-document context the measures read (``judged``,
+        ``pooled``), under trec_eval's definitions.
+      per_list: Per-query arrays (``num_relevant``, ...), by context name.
+      pool: Each query's judged positive gains in descending order (NDCG's
+        ideal under trec_eval's definitions), or None.
+      judged_pool: Each query's judged grades in descending order, for the
+        other ideals, or None.
+      needs_ideal: Some measure ranks an ideal list.
+    """
+
+    item_names: frozenset[str]
+    per_list: dict[str, np.ndarray]
+    pool: Lists | None
+    judged_pool: Lists | None
+    needs_ideal: bool
+
+
+def _query_context(
+    judgments: Lists, requests: Sequence[Request], definitions: Definitions
+) -> _QueryContext:
+    level = definitions.relevance_level
+    wanted = set()
+    if definitions.trec_eval:
+        wanted = {name for request in requests for name in _measure(request).context}
+    grade = judgments.items["grade"]
+    per_list = {}
+    if "num_relevant" in wanted:
+        per_list["num_relevant"] = judgments.totals(grade >= level)
+    if "num_judged_nonrelevant" in wanted:
+        per_list["num_judged_nonrelevant"] = judgments.totals((grade >= 0) & (grade < level))
+    if "max_label" in wanted:
+        per_list["max_label"] = judgments.maxima(grade, 0).astype(np.float64)
+    # NDCG's ideal: the linear gains sorted here, so that the kernel needs no
+    # sort. Under trec_eval's definitions it ranks the judged documents (those
+    # of gain 0 change nothing), else the retrieved list. The other measures
+    # with an ideal (and NDCG with a gain per level) rank the judged pool's
+    # labels themselves.
+    needs_ideal = any("ideal_labels" in _measure(r).context for r in requests)
+    pool = judged_pool = None
+    if needs_ideal and definitions.trec_eval:
+        pool = _descending_per_query(judgments, grade, grade > 0)
+        if any(
+            "ideal_labels" in _measure(r).context
+            and (_measure(r).key != "ndcg" or dict(r.options).get("gain", "linear") != "linear")
+            for r in requests
+        ):
+            judged_pool = _descending_per_query(judgments, grade, grade >= 0)
+    item_names = frozenset(wanted & {"judged", "pooled"})
+    return _QueryContext(item_names, per_list, pool, judged_pool, needs_ideal)
+
+
+def _per_item(joined: Joined, level: int) -> Lists:
+    """The retrieved documents with their label (0 unless judged) and relevance."""
+    items = joined.retrieved.items
+    judged = items["judged"]
+    relevant = judged & (items["grade"] >= level)
+    # One float64 per retrieved document, made in place: a run has millions.
+    labels = items["grade"].astype(np.float64)
+    np.maximum(labels, 0, out=labels)
+    labels[~judged] = 0
+    return Lists(joined.retrieved.offsets, {**items, "relevant": relevant, "label": labels})
+
+
+def _kernel_requests(requests: Sequence[Request], definitions: Definitions, max_grade: int):
+    """Per request, ``(formula, static options)`` and ``(cut-off, traced options)``.
+
+    Resolving a formula imports ``lodestar.metrics``, and with it JAX: the
+    command line calls this only after its loader thread has imported them.
+    """
+    kernel_requests, traced = [], []
+    for request in requests:
+        formula = _measure(request).formula
+        # Options that follow the cut-off (precision's divisor) take the
+        # requested one: trec_eval's P_1000 divides by 1000 under -M100 too.
+        options = formula.options(request.k, _options(request, definitions, max_grade))
+        static = tuple(sorted((n, options.pop(n)) for n in formula.static))
+        kernel_requests.append((formula, static))
+        traced.append((_cutoff(request, definitions), options))
+    return tuple(kernel_requests), traced
+
+
+def _batch_arrays(bucket, batch, context: _QueryContext, *, ignore_ties: bool, uses_order: bool):
+    """The kernel's arrays for one padded batch: labels, mask, context and tie blocks."""
+    from lodestar import _ranking
+
+    rows = len(batch.queries)
+    batch_context = {"relevant": batch.items["relevant"]}
+    batch_context.update({name: batch.items[name] for name in context.item_names})
+    for name, values in context.per_list.items():
+        padded = np.zeros(bucket.rows)
+        padded[:rows] = values[batch.queries]
+        batch_context[name] = padded
+    if context.judged_pool is not None:
+        ideal = _padded_pool(context.judged_pool, batch.queries, bucket.rows)
+        batch_context["ideal_labels"] = ideal.items["gain"]
+        batch_context["ideal_where"] = ideal.where
+    if context.pool is not None:
+        pool = _padded_pool(context.pool, batch.queries, bucket.rows)
+        batch_context["sorted_ideal_gains"] = pool.items["gain"]
+    elif context.needs_ideal:
+        batch_context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
+    arrays = {"labels": batch.items["label"], "where": batch.where, "context": batch_context}
+    # Ranked here with the engine's NumPy sort, so that the jitted kernel holds
+    # no host callback and is kept in JAX's persistent compilation cache
+    # (decision 0018).
+    above, tied = _ranking.host_tie_blocks(batch.items["score"], batch.where, ignore_ties)
+    arrays["blocks"] = (above, tied)
+    if uses_order:
+        arrays["order"] = _ranking.host_rank_order(above, batch.where)
+    return arrays
+
+
 def evaluate(
     joined: Joined,
     requests: Sequence[Request],
@@ -154,53 +270,12 @@ def evaluate(
       float64 ``(queries,)`` per request name. A query with no relevant
       document, or (with ``complete``) no retrieved one, scores 0.
     """
-    level = definitions.relevance_level
-    retrieved, judgments = joined.retrieved, joined.judgments
-    items = retrieved.items
-    judged = items["judged"]
-    relevant = judged & (items["grade"] >= level)
-    # One float64 per retrieved document, made in place: a run has millions.
-    labels = items["grade"].astype(np.float64)
-    np.maximum(labels, 0, out=labels)
-    labels[~judged] = 0
-    per_item = Lists(retrieved.offsets, {**items, "relevant": relevant, "label": labels})
-    wanted = set()
-    if definitions.trec_eval:
-        wanted = {name for request in requests for name in _measure(request).context}
-
-    judgment_grade = judgments.items["grade"]
-    num_relevant = judgments.totals(judgment_grade >= level)
-    per_list = {}
-    if "num_relevant" in wanted:
-        per_list["num_relevant"] = num_relevant
-    if "num_judged_nonrelevant" in wanted:
-        per_list["num_judged_nonrelevant"] = judgments.totals(
-            (judgment_grade >= 0) & (judgment_grade < level)
-        )
-    if "max_label" in wanted:
-        per_list["max_label"] = judgments.maxima(judgment_grade, 0).astype(np.float64)
-    # NDCG's ideal: the linear gains sorted here, so that the kernel needs no
-    # sort. Under trec_eval's definitions it ranks the judged documents (those
-    # of gain 0 change nothing), else the retrieved list. The other measures
-    # with an ideal (and NDCG with a gain per level) rank the judged pool's
-    # labels themselves.
-    needs_ideal = any("ideal_labels" in _measure(r).context for r in requests)
-    pool = judged_pool = None
-    if needs_ideal and definitions.trec_eval:
-        pool = _descending_per_query(judgments, judgment_grade, judgment_grade > 0)
-        if any(
-            "ideal_labels" in _measure(r).context
-            and (_measure(r).key != "ndcg" or dict(r.options).get("gain", "linear") != "linear")
-            for r in requests
-        ):
-            judged_pool = _descending_per_query(judgments, judgment_grade, judgment_grade >= 0)
-
     requests = list(requests)
-
-    n_queries = len(joined.query_ids)
-    results = {r.name: np.zeros(n_queries) for r in requests}
+    per_item = _per_item(joined, definitions.relevance_level)
+    context = _query_context(joined.judgments, requests, definitions)
+    results = {r.name: np.zeros(len(joined.query_ids)) for r in requests}
     names = ("score", "label", "relevant", "judged", "pooled")
-    plan = _batches.plan(retrieved.lengths, batch_items=batch_items)
+    plan = _batches.plan(joined.retrieved.lengths, batch_items=batch_items)
     total, done = sum(bucket.batches for bucket in plan), 0
     padded_batches = (
         (bucket, batch) for bucket in plan for batch in _batches.batches(per_item, bucket, names)
@@ -210,23 +285,10 @@ def evaluate(
         ready()
     if progress is not None:
         progress(done, total)
-    # Only now are the formulas resolved: they import lodestar.metrics, and
-    # with it JAX, which would wait for the command line's loader thread.
-    kernel_requests, traced = [], []
-    for request in requests:
-        formula = _measure(request).formula
-        k = _cutoff(request, definitions)
-        # Options that follow the cut-off (precision's divisor) take the
-        # requested one: trec_eval's P_1000 divides by 1000 under -M100 too.
-        options = formula.options(request.k, _options(request, definitions, max_grade))
-        static = tuple(sorted((n, options.pop(n)) for n in formula.static))
-        kernel_requests.append((formula, static))
-        traced.append((k, options))
-    kernel_requests = tuple(kernel_requests)
+    kernel_requests, traced = _kernel_requests(requests, definitions, max_grade)
     uses_order = any(formula.uses_order for formula, _ in kernel_requests)
     import jax
 
-    from lodestar import _ranking
     from lodestar.metrics import _kernel
 
     def collect(queries: np.ndarray, values) -> None:
@@ -240,38 +302,10 @@ def evaluate(
     in_flight = None
     with jax.enable_x64(True):
         for bucket, batch in itertools.chain([first] if first else [], padded_batches):
-            rows = len(batch.queries)
-            context = {"relevant": batch.items["relevant"]}
-            if "judged" in wanted:
-                context["judged"] = batch.items["judged"]
-            if "pooled" in wanted:
-                context["pooled"] = batch.items["pooled"]
-            for name, values in per_list.items():
-                padded = np.zeros(bucket.rows)
-                padded[:rows] = values[batch.queries]
-                context[name] = padded
-            if judged_pool is not None:
-                ideal = _padded_pool(judged_pool, batch.queries, bucket.rows)
-                context["ideal_labels"] = ideal.items["gain"]
-                context["ideal_where"] = ideal.where
-            if pool is not None:
-                context["sorted_ideal_gains"] = _padded_pool(
-                    pool, batch.queries, bucket.rows
-                ).items["gain"]
-            elif needs_ideal:
-                context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
-            arrays = {"labels": batch.items["label"], "where": batch.where, "context": context}
-            # Ranked here with the engine's NumPy sort, so that the jitted
-            # kernel holds no host callback and is kept in JAX's
-            # persistent compilation cache (decision 0018).
-            above, tied = _ranking.host_tie_blocks(
-                batch.items["score"], batch.where, definitions.ignore_ties
+            arrays = _batch_arrays(
+                bucket, batch, context, ignore_ties=definitions.ignore_ties, uses_order=uses_order
             )
-            arrays["blocks"] = (above, tied)
-            if uses_order:
-                arrays["order"] = _ranking.host_rank_order(above, batch.where)
-            width = bucket.width
-            options = tuple({"k": width if k is None else k, **extra} for k, extra in traced)
+            options = tuple({"k": bucket.width if k is None else k, **extra} for k, extra in traced)
             values = _kernel.evaluate_formulas(
                 batch.items["score"],
                 arrays,

@@ -322,7 +322,7 @@ def ndcg(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
+        judged=judged,
         options={"gain": gain},
-        item_context={"judged": _validation.check_judged(judged, scores, caller="ndcg")},
         list_context={"ideal_labels": ideal_labels, "ideal_where": ideal_where},
     )

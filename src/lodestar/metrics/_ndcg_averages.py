@@ -207,11 +207,6 @@ def _evaluate(
     ideal_labels, ideal_where = _validation.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller=caller
     )
-    list_context = {"ideal_labels": ideal_labels, "ideal_where": ideal_where}
-    if num_relevant is not None:
-        list_context["num_relevant"] = _validation.check_num_relevant(
-            num_relevant, scores, segments, max_segments, caller=caller
-        )
     return _kernel.evaluate(
         formula,
         scores,
@@ -224,9 +219,10 @@ def _evaluate(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         nonnegative_labels=True,
+        judged=judged,
+        num_relevant=num_relevant,
         options={"gain": gain},
-        item_context={"judged": _validation.check_judged(judged, scores, caller=caller)},
-        list_context=list_context,
+        list_context={"ideal_labels": ideal_labels, "ideal_where": ideal_where},
     )
 
 
