@@ -7,6 +7,7 @@ with x64 switched off where the default dtype matters).
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import jax
@@ -63,6 +64,28 @@ def _release_compiled_executables():
     count = _mapping_count()
     if count is not None and count > _MAPPINGS_BEFORE_CLEARING:
         jax.clear_caches()
+
+
+@pytest.fixture
+def pipe(tmp_path):
+    """``pipe(data)``: a named pipe that a thread fills with ``data`` once it is opened.
+
+    What a shell passes for ``<(zcat run.gz)``: a file that cannot seek and has
+    no size. The writers are joined when the test ends.
+    """
+    writers = []
+
+    def make(data: bytes) -> Path:
+        path = tmp_path / f"pipe{len(writers)}"
+        os.mkfifo(path)
+        writer = threading.Thread(target=path.write_bytes, args=(data,))
+        writer.start()
+        writers.append(writer)
+        return path
+
+    yield make
+    for writer in writers:
+        writer.join(timeout=30)
 
 
 _TIMES = os.environ.get("LODESTAR_TEST_TIMES")

@@ -20,6 +20,7 @@ import numpy as np
 import oracles
 import pytest
 
+from lodestar import _files
 from lodestar._trec import batches, join, names, read
 from lodestar._trec import evaluate as trec_evaluate
 from lodestar.cli import DEFAULT_MEASURES, _Progress, main
@@ -465,7 +466,7 @@ def test_a_stage_without_steps_shows_its_time_growing():
 def test_progress_follows_the_bytes_of_reading_and_parsing_a_file(tmp_path, capsys, monkeypatch):
     # A large run is read in blocks and parsed in pieces; the progress line
     # shows both stages' bytes, rising to the file's size.
-    monkeypatch.setattr(read, "READ_BLOCK", 1 << 12)
+    monkeypatch.setattr(_files, "READ_BLOCK", 1 << 12)
     monkeypatch.setattr(read, "PARSE_PIECE", 1 << 13)
     lines = [f"q{i % 5} Q0 d{i} {i + 1} {1 - i / 4000:.6f} sys\n" for i in range(1500)]
     run = write(tmp_path, "run", "".join(lines))

@@ -2,7 +2,6 @@
 
 import gzip
 import re
-import zlib
 
 import jax
 import jax.numpy as jnp
@@ -485,8 +484,7 @@ def test_load_refuses_truncated_or_corrupt_gzip_with_an_oserror_naming_the_file(
         with pytest.raises(OSError) as info:
             datasets.load_svmlight(path)
         assert type(info.value) is OSError
-        assert str(info.value).startswith(f"{path}: cannot decompress the gzip data: ")
-        assert isinstance(info.value.__cause__, (EOFError, zlib.error, OSError))
+        assert str(info.value).startswith(f"{path}: cannot read this gzip file: ")
     # Two gzip members are read one after the other, as gzip itself does.
     two = gzip.compress(GOOD.encode()) + gzip.compress(b"3 qid:8 1:1\n")
     assert datasets.load_svmlight(write(tmp_path, two, "two.gz")).qids.tolist() == [10, 7, 8]
@@ -499,6 +497,13 @@ def test_load_skips_a_utf8_byte_order_mark(tmp_path):
             write(tmp_path, gzip.compress(b"\xef\xbb\xbf" + GOOD.encode()), "bom.gz")
         )
     )
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_load_reads_a_pipe_as_the_trec_reader_does(pipe, compressed):
+    # A shell's `<(zcat train.txt.gz)` names a pipe; the BOM is dropped there too.
+    data = b"\xef\xbb\xbf" + GOOD.encode()
+    check_good(datasets.load_svmlight(pipe(gzip.compress(data) if compressed else data)))
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,14 @@ pyarrow's parser must read exactly as the line-by-line reader reads them.
 """
 
 import gzip
-import os
 import re
-import threading
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lodestar import _files
 from lodestar._trec import read
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -168,14 +167,14 @@ def _run_text(lines: int, seed: int = 0) -> bytes:
 @pytest.mark.parametrize("compressed", [False, True])
 def test_a_file_is_read_in_blocks_with_its_progress(tmp_path, monkeypatch, compressed):
     text = _run_text(3_000)
-    monkeypatch.setattr(read, "READ_BLOCK", 4_096)
+    monkeypatch.setattr(_files, "READ_BLOCK", 4_096)
     # Two gzip members, read one after the other as gzip itself does.
     half = len(text) // 2
     data = gzip.compress(text[:half]) + gzip.compress(text[half:]) if compressed else text
     path = tmp_path / "run"
     path.write_bytes(b"\xef\xbb\xbf" + text if not compressed else data)
     calls = []
-    got = read.read_bytes(path, progress=lambda done, total: calls.append((done, total)))
+    got = _files.read_bytes(path, progress=lambda done, total: calls.append((done, total)))
     assert isinstance(got, bytearray) and got == text  # the byte-order mark is dropped
     size = path.stat().st_size
     assert len(calls) >= 3 and all(total == size for _, total in calls)
@@ -201,20 +200,11 @@ def test_a_large_file_is_parsed_in_pieces_to_the_same_records(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("compressed", [False, True])
-def test_a_pipe_is_read_whole_as_a_shell_passes_it(tmp_path, compressed):
-    # `lodestar evaluate qrels <(zcat run.gz)` names a pipe, which cannot seek
-    # and has no size.
+def test_a_pipe_is_read_whole_as_a_shell_passes_it(tmp_path, pipe, compressed):
+    # `lodestar evaluate qrels <(zcat run.gz)` names a pipe.
     text = _run_text(500)
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    writer = threading.Thread(
-        target=fifo.write_bytes, args=(gzip.compress(text) if compressed else text,)
-    )
-    writer.start()
-    try:
-        got = read.read_run(fifo, progress=lambda *call: None)
-    finally:
-        writer.join(timeout=30)
+    fifo = pipe(gzip.compress(text) if compressed else text)
+    got = read.read_run(fifo, progress=lambda *call: None)
     path = tmp_path / "run"
     path.write_bytes(text)
     same_records(got, read.read_run(path))

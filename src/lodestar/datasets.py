@@ -24,18 +24,17 @@ model's scores go straight into a metric with ``where=data.where``:
 from __future__ import annotations
 
 import functools
-import gzip
 import math
 import numbers
 import os
 import re
-import zlib
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from lodestar import _files
 from lodestar._validation import InvalidParameterError, is_int
 
 __all__ = ["RankingData", "load_svmlight", "synthetic_ltr"]
@@ -298,8 +297,6 @@ _NUMBER_RE = re.compile(_NUMBER, re.ASCII)
 _QID_RE = re.compile(rb"qid:(\d{1,18})", re.ASCII)
 _FEATURES_RE = re.compile(rb"(?:\d+:" + _NUMBER + rb"(?:\s+\d+:" + _NUMBER + rb")*)?\s*", re.ASCII)
 _FEATURE_ID_RE = re.compile(rb"-?\d+", re.ASCII)
-_GZIP_MAGIC = b"\x1f\x8b"
-_UTF8_BOM = b"\xef\xbb\xbf"
 _MAX_FEATURE_ID = 2**31 - 1
 # The widest feature axis inferred from the ids alone. Learning-to-rank
 # collections have a few hundred features (MSLR-WEB 136, Istella 220, Yahoo!
@@ -309,7 +306,7 @@ _MAX_INFERRED_FEATURES = 2**16
 _SHOWN_BYTES = 60
 
 
-def _show(token: bytes) -> str:
+def _show(token: bytes | bytearray) -> str:
     shown = repr(token[:_SHOWN_BYTES].decode("utf-8", "backslashreplace"))
     if len(token) > _SHOWN_BYTES:
         shown += f" (first {_SHOWN_BYTES} of {len(token)} bytes)"
@@ -323,11 +320,13 @@ def _nbytes(size: int) -> str:
     return f"{size} bytes"
 
 
-def _finite(text: bytes, limit: float) -> bool:
+def _finite(text: bytes | bytearray, limit: float) -> bool:
     return _NUMBER_RE.fullmatch(text) is not None and abs(float(text)) <= limit
 
 
-def _line_error(body: bytes, *, n_features: int | None, limit: float, itemsize: int) -> str | None:
+def _line_error(
+    body: bytes | bytearray, *, n_features: int | None, limit: float, itemsize: int
+) -> str | None:
     """What is wrong with one non-blank line (comment removed); None if nothing.
 
     This is the slow, token-by-token reading that words the refusals; the
@@ -443,7 +442,7 @@ def load_svmlight(
         and not an int >= 1, or ``dtype`` is not floating.
       OSError: the file cannot be read, or its gzip data are truncated or
         corrupt; a decompression error names the file
-        (``data.txt.gz: cannot decompress the gzip data: ...``).
+        (``data.txt.gz: cannot read this gzip file: ...``).
       MemoryError: the padded arrays (or the decompressed data) do not fit in
         memory; the message names the file and the shape.
 
@@ -479,19 +478,7 @@ def load_svmlight(
             f"Got {dtype!r} instead."
         )
     name = os.fspath(path)
-    with open(path, "rb") as file:
-        data = file.read()
-    if data.startswith(_GZIP_MAGIC):
-        try:
-            data = gzip.decompress(data)
-        except (EOFError, zlib.error, OSError) as error:
-            # EOFError: truncated; zlib.error: a corrupt deflate stream;
-            # gzip.BadGzipFile (an OSError): a bad header, CRC or trailer.
-            raise OSError(f"{name}: cannot decompress the gzip data: {error}") from error
-        except MemoryError as error:
-            raise MemoryError(f"{name}: the gzip data decompress to more than fits") from error
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM) :]
+    data = _files.read_bytes(path)
     limit = float(np.finfo(dtype).max)
     max_id = _MAX_INFERRED_FEATURES if n_features is None else min(_MAX_FEATURE_ID, n_features)
     line_error = functools.partial(

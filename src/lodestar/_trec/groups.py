@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from lodestar._files import read_bytes
 from lodestar._trec.join import Joined, check_unique_documents
-from lodestar._trec.read import TrecFile, content_lines, read_bytes
+from lodestar._trec.read import TrecFile, content_lines
 
 
 def query_of(pair: bytes) -> bytes:

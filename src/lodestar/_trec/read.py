@@ -32,11 +32,7 @@ every refusal. Decision 0018 records the measurements.
 from __future__ import annotations
 
 import functools
-import gzip
-import io
 import os
-import sys
-import zlib
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -45,17 +41,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-# progress(done, total): bytes read, or parsed, of all; and the same with the
-# stage ("reading", "parsing") first.
-Progress = Callable[[int, int], None]
-Stages = Callable[[str, int, int], None]
-# Files are read, decompressed and parsed in blocks of this size, so that a
-# progress line can follow a large file.
-READ_BLOCK = 1 << 24
-PARSE_PIECE = 1 << 26
+from lodestar._files import READ_BLOCK, Progress, read_bytes, rereadable
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
+# progress(stage, done, total): bytes read ("reading") or parsed ("parsing")
+# of all.
+Stages = Callable[[str, int, int], None]
+# A large file is parsed in pieces of about this size, so that a progress line
+# can follow it.
+PARSE_PIECE = 1 << 26
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")
 RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "runid")
 
@@ -109,92 +102,6 @@ def show(token: bytes) -> str:
 def refuse(path: str, line: int, message: str) -> ValueError:
     """The error for a refused line: ``path:line: message``."""
     return ValueError(f"{path}:{line}: {message}")
-
-
-def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> bytes | bytearray:
-    """The file's bytes, decompressed if gzip; ``-`` is standard input.
-
-    A file is read in blocks into one ``bytearray`` (decompressed block by
-    block if gzip), so that ``progress`` can follow it and no second copy of
-    the bytes is ever made. Standard input and a pipe (``<(zcat run.gz)``),
-    whose size is unknown, are read whole.
-
-    Args:
-      path: The file, or ``-``.
-      progress: Called as ``progress(done, total)`` with the bytes of the
-        file read so far (compressed bytes, for gzip) and its size, after
-        each block.
-
-    Raises:
-      OSError: the file cannot be read, or it is a truncated or corrupt gzip
-        stream; the message names the file.
-    """
-    name = os.fspath(path)
-    if name == "-":
-        data = _whole(name, sys.stdin.buffer.read())
-    else:
-        with open(name, "rb") as file:
-            if not file.seekable():  # a pipe, as from ``<(zcat run.gz)``: its size is unknown
-                data = _whole(name, file.read())
-            else:
-                size = os.fstat(file.fileno()).st_size
-                gzipped = file.read(2) == _GZIP_MAGIC
-                file.seek(0)
-                if gzipped:
-                    data = _gunzip(name, file, size, progress)
-                else:
-                    data = _read_blocks(file, size, progress)
-    if data.startswith(_BOM):
-        if isinstance(data, bytearray):
-            del data[: len(_BOM)]  # in place: no copy of a large file
-        else:
-            data = data[len(_BOM) :]
-    return data
-
-
-def _rereadable(name: str) -> bool:
-    """Whether the file can be read a second time (not standard input or a pipe)."""
-    return name != "-" and os.path.isfile(name)
-
-
-def _whole(name: str, data: bytes) -> bytes | bytearray:
-    """Bytes read whole (standard input, a pipe), decompressed if gzip."""
-    return _gunzip(name, io.BytesIO(data)) if data.startswith(_GZIP_MAGIC) else data
-
-
-def _read_blocks(file, size: int, progress: Progress | None) -> bytearray:
-    """A regular file's bytes, read into one bytearray in blocks of :data:`READ_BLOCK`."""
-    data = bytearray(size)
-    view, done = memoryview(data), 0
-    while done < size:
-        count = file.readinto(view[done : done + READ_BLOCK])
-        if not count:
-            break  # the file shrank while it was read
-        done += count
-        if progress is not None:
-            progress(done, size)
-    view.release()
-    del data[done:]
-    # A file that grew while it was read: its new end as well.
-    data += file.read()
-    return data
-
-
-def _gunzip(name: str, file, size: int = 0, progress: Progress | None = None) -> bytearray:
-    """A gzip stream's bytes (every member), decompressed block by block."""
-    data = bytearray()
-    try:
-        with gzip.GzipFile(fileobj=file, mode="rb") as stream:
-            while block := stream.read(READ_BLOCK):
-                data += block
-                if progress is not None and size:
-                    progress(min(file.tell(), size), size)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        reason = "it ends before the compressed stream does"
-        if not isinstance(error, EOFError):
-            reason = f"the compressed stream is corrupt ({error})"
-        raise OSError(f"{name}: cannot read this gzip file: {reason}") from None
-    return data
 
 
 def content_lines(data: bytes | bytearray) -> np.ndarray:
@@ -271,7 +178,7 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
         found = _read_lines(name, bytes(data), qrels=qrels, groups=groups)
     # A regular file can be read again to locate a line; standard input and
     # a pipe cannot. (Not ``_replace``: a TrecFile's ``len`` counts its records.)
-    return TrecFile(*found[:-1], None) if _rereadable(name) else found
+    return TrecFile(*found[:-1], None) if rereadable(name) else found
 
 
 # --------------------------------------------------------------------------
