@@ -434,6 +434,11 @@ def test_load_reports_the_first_faulty_line(tmp_path):
             "The 'dtype' parameter of load_svmlight must be a floating dtype. "
             "Got dtype('int32') instead.",
         ),
+        (
+            dict(dtype="floaty"),
+            "The 'dtype' parameter of load_svmlight must be a floating dtype. "
+            "Got 'floaty' instead.",
+        ),
     ],
 )
 def test_load_parameter_refusals(tmp_path, kwargs, message):

@@ -634,7 +634,12 @@ def _open(path: str, reader, progress: _Progress):
         raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
 
 
-def _run_evaluate(args: argparse.Namespace, out) -> int:
+def _check_evaluate_arguments(args: argparse.Namespace) -> None:
+    """Refuse what evaluate's options cannot mean, before any file is read.
+
+    Raises:
+      UsageError: as described, naming the option.
+    """
     if args.example:
         if args.qrels or args.run:
             raise UsageError("--example evaluates the bundled files; give no QRELS or RUN")
@@ -656,6 +661,30 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     ceiling = args.err_max_label
     if ceiling is not None and not (math.isfinite(ceiling) and ceiling > 0):
         raise UsageError(f"--err-max-label takes a finite grade above 0; got {ceiling!r}")
+
+
+def _json_options(args: argparse.Namespace, runid: bytes | None) -> dict:
+    """The options of an evaluation, as the JSON report records them."""
+    return {
+        "qrels": args.qrels if not args.example else "example.qrels",
+        "run": args.run if not args.example else "example.run",
+        "runid": _read.show(runid) if runid is not None else None,
+        "ignore_ties": args.ignore_ties,
+        "complete": args.complete,
+        "trec_eval": args.trec_eval,
+        "relevance_level": args.relevance_level,
+        "max_documents": args.max_documents,
+        "err_max_label": args.err_max_label,
+        "judged_only": args.judged_only,
+        "num_documents": args.num_documents,
+        "single_precision": args.single_precision,
+        "tie_range": args.tie_range,
+        "rel_format": args.rel_format,
+    }
+
+
+def _run_evaluate(args: argparse.Namespace, out) -> int:
+    _check_evaluate_arguments(args)
     requests = _requests(args)
     if args.json and any(r.family == "relstring" for r in requests):
         raise UsageError("relstring is a line of the table; --json does not print it")
@@ -664,7 +693,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     _start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
-        _check_err_ceiling(qrels, requests, ceiling)
+        _check_err_ceiling(qrels, requests, args.err_max_label)
         run = _open(args.run, _read.read_run, progress)
         if args.single_precision:
             _check_single_precision(run)
@@ -694,29 +723,13 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     finally:
         progress.close()
     if args.json:
-        options = {
-            "qrels": args.qrels if not args.example else "example.qrels",
-            "run": args.run if not args.example else "example.run",
-            "runid": _read.show(joined.runid) if joined.runid is not None else None,
-            "ignore_ties": args.ignore_ties,
-            "complete": args.complete,
-            "trec_eval": args.trec_eval,
-            "relevance_level": args.relevance_level,
-            "max_documents": args.max_documents,
-            "err_max_label": args.err_max_label,
-            "judged_only": args.judged_only,
-            "num_documents": args.num_documents,
-            "single_precision": args.single_precision,
-            "tie_range": args.tie_range,
-            "rel_format": args.rel_format,
-        }
         _write_json(
             out,
             joined.query_ids,
             _names.measures(requests),
             results,
             per_query=args.per_query,
-            options=options,
+            options=_json_options(args, joined.runid),
             extremes=extremes,
         )
     else:

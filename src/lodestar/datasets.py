@@ -468,23 +468,13 @@ def load_svmlight(
     """
     n_features = _check_optional_size(n_features, name="n_features")
     max_list_size = _check_optional_size(max_list_size, name="max_list_size")
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        dtype = None
-    if dtype is None or not np.issubdtype(dtype, np.floating):
-        raise InvalidParameterError(
-            "The 'dtype' parameter of load_svmlight must be a floating dtype. "
-            f"Got {dtype!r} instead."
-        )
+    dtype = _check_floating_dtype(dtype)
     name = os.fspath(path)
-    data = _files.read_bytes(path)
+    lines = _files.read_bytes(path).split(b"\n")
     limit = float(np.finfo(dtype).max)
-    max_id = _MAX_INFERRED_FEATURES if n_features is None else min(_MAX_FEATURE_ID, n_features)
     line_error = functools.partial(
         _line_error, n_features=n_features, limit=limit, itemsize=dtype.itemsize
     )
-    lines = data.split(b"\n")
 
     def refuse(index: int, message: str | None = None):
         line = lines[index]
@@ -499,45 +489,132 @@ def load_svmlight(
             )
         raise ValueError(f"{name}:{index + 1}: {message}")
 
-    # Fast path, line by line: split off the label and the qid and check the
-    # syntax with compiled patterns; parse the numbers afterwards in bulk.
-    label_text, qid_text, rest, line_index = [], [], [], []
+    scanned = _scan(lines)
+    try:
+        ids, values, token_line = _features(scanned.features)
+    except OverflowError:  # an id of 19 digits or more: find and word it slowly
+        for index in scanned.lines:
+            if line_error(lines[index].partition(b"#")[0]) is not None:
+                refuse(int(index))
+        raise  # pragma: no cover - _line_error refuses every id that overflows
+    max_id = _MAX_INFERRED_FEATURES if n_features is None else min(_MAX_FEATURE_ID, n_features)
+    first_bad = _first_faulty_line(scanned.labels, ids, values, token_line, limit, max_id)
+    layout = _QueryLayout.of(scanned.qids)
+    faults = [
+        (at, message)
+        for at, message in _cross_line_faults(scanned, layout, max_list_size)
+        if at < first_bad
+    ]
+    if faults:
+        at, message = min(faults)
+        refuse(int(scanned.lines[at]), message)
+    if first_bad < len(scanned.lines):
+        refuse(int(scanned.lines[first_bad]))
+    if scanned.syntax_error is not None:
+        refuse(scanned.syntax_error)
+
+    width = max_list_size if max_list_size is not None else int(layout.lengths.max(initial=0))
+    depth = n_features if n_features is not None else int(ids.max(initial=0))
+    shape = (len(layout.starts), width, depth)
+    try:
+        features = np.zeros(shape, dtype=dtype)
+    except (MemoryError, ValueError) as error:  # ValueError: a size past NumPy's maximum
+        size = _nbytes(math.prod(shape) * dtype.itemsize)
+        raise MemoryError(
+            f"{name}: the padded features, of shape {shape}, take {size}: more than "
+            "can be allocated"
+        ) from error
+    query, position = layout.query, layout.position
+    features[query[token_line], position[token_line], ids - 1] = values
+    labels = np.zeros(shape[:2], dtype=dtype)
+    labels[query, position] = scanned.labels
+    where = np.zeros(shape[:2], dtype=bool)
+    where[query, position] = True
+    return RankingData(features, labels, where, scanned.qids[layout.starts])
+
+
+def _check_floating_dtype(dtype) -> np.dtype:
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:
+        checked = None
+    if checked is None or not np.issubdtype(checked, np.floating):
+        shown = dtype if checked is None else checked
+        raise InvalidParameterError(
+            "The 'dtype' parameter of load_svmlight must be a floating dtype. "
+            f"Got {shown!r} instead."
+        )
+    return checked
+
+
+class _Scanned(NamedTuple):
+    """The document lines the fast path read, up to the first it could not.
+
+    Attributes:
+      lines: int64 0-based line number of each document line.
+      labels: float64 label of each.
+      qids: int64 query id of each.
+      features: The ``<id>:<value>`` text of each.
+      syntax_error: The first line the patterns refused, or None.
+    """
+
+    lines: np.ndarray
+    labels: np.ndarray
+    qids: np.ndarray
+    features: list[bytes | bytearray]
+    syntax_error: int | None
+
+
+def _scan(lines: list) -> _Scanned:
+    """Split off each line's label and qid, and check its syntax with compiled patterns.
+
+    The numbers are parsed afterwards in bulk; a line the patterns refuse
+    ends the scan, and :func:`_line_error` words it.
+    """
+    label_text, qid_text, features, line_index = [], [], [], []
     syntax_error = None
     for index, line in enumerate(lines):
         head = line.partition(b"#")[0].split(None, 2)
         if not head:
             continue
         qid = _QID_RE.fullmatch(head[1]) if len(head) > 1 else None
-        features = head[2] if len(head) == 3 else b""
-        if (
-            qid is None
-            or _NUMBER_RE.fullmatch(head[0]) is None
-            or _FEATURES_RE.fullmatch(features) is None
-        ):
+        rest = head[2] if len(head) == 3 else b""
+        label_ok = _NUMBER_RE.fullmatch(head[0]) is not None
+        if qid is None or not label_ok or _FEATURES_RE.fullmatch(rest) is None:
             syntax_error = index
             break
         label_text.append(head[0])
         qid_text.append(qid[1])
-        rest.append(features)
+        features.append(rest)
         line_index.append(index)
+    return _Scanned(
+        np.array(line_index, dtype=np.int64),
+        np.array([float(t) for t in label_text], dtype=np.float64),
+        np.array([int(t) for t in qid_text], dtype=np.int64),
+        features,
+        syntax_error,
+    )
 
-    line_index = np.array(line_index, dtype=np.int64)
-    labels = np.array([float(t) for t in label_text], dtype=np.float64)
-    qids = np.array([int(t) for t in qid_text], dtype=np.int64)
-    counts = np.array([r.count(b":") for r in rest], dtype=np.int64)
-    tokens = b" ".join(rest).replace(b":", b" ").split()
-    try:
-        ids = np.array(tokens[0::2], dtype=np.int64).reshape(-1)
-    except OverflowError:  # an id of 19 digits or more: find and word it slowly
-        for index in line_index:
-            if line_error(lines[index].partition(b"#")[0]) is not None:
-                refuse(int(index))
-        raise  # pragma: no cover - _line_error refuses every id that overflows
+
+def _features(texts: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every line's features at once: int64 ids, float64 values, and each one's line.
+
+    Raises:
+      OverflowError: an id does not fit in int64.
+    """
+    counts = np.array([text.count(b":") for text in texts], dtype=np.int64)
+    tokens = b" ".join(texts).replace(b":", b" ").split()
+    ids = np.array(tokens[0::2], dtype=np.int64).reshape(-1)
     values = np.array(tokens[1::2], dtype=np.float64).reshape(-1)
-    del tokens
-    token_line = np.repeat(np.arange(len(rest)), counts)
+    return ids, values, np.repeat(np.arange(len(texts)), counts)
 
-    # Faults within a line, found in bulk; _line_error words the first.
+
+def _first_faulty_line(labels, ids, values, token_line, limit: float, max_id: int) -> int:
+    """The first document line with a fault within it, or the number of lines if none.
+
+    Found in bulk: a label or value beyond the dtype, an id out of range, an
+    id repeated on its line. :func:`_line_error` words it.
+    """
     bad = ~(np.abs(labels) <= limit)
     bad_token = (ids < 1) | (ids > max_id) | ~(np.abs(values) <= limit)
     same_line = token_line[1:] == token_line[:-1]
@@ -546,61 +623,53 @@ def load_svmlight(
         repeat = (np.diff(ids[order]) == 0) & (np.diff(token_line[order]) == 0)
         bad_token[order[1:][repeat]] = True
     bad[token_line[bad_token]] = True
-    first_bad = int(np.argmax(bad)) if bad.any() else len(rest)
+    return int(np.argmax(bad)) if bad.any() else len(labels)
 
-    # Faults across lines: a query that comes back, a query that is too long.
-    new_query = np.ones(len(qids), dtype=bool)
-    new_query[1:] = qids[1:] != qids[:-1]
-    starts = np.flatnonzero(new_query)
-    query = np.cumsum(new_query) - 1
-    position = np.arange(len(qids)) - starts[query] if len(qids) else query
+
+class _QueryLayout(NamedTuple):
+    """Where each document line goes: its query's row and its position in it.
+
+    Attributes:
+      starts: The first document line of each run of one query id.
+      query: The row of each document line.
+      position: Its position within the row.
+      lengths: The documents of each row.
+    """
+
+    starts: np.ndarray
+    query: np.ndarray
+    position: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def of(cls, qids: np.ndarray) -> _QueryLayout:
+        new_query = np.ones(len(qids), dtype=bool)
+        new_query[1:] = qids[1:] != qids[:-1]
+        starts = np.flatnonzero(new_query)
+        query = np.cumsum(new_query) - 1
+        position = np.arange(len(qids)) - starts[query] if len(qids) else query
+        return cls(starts, query, position, np.bincount(query, minlength=len(starts)))
+
+
+def _cross_line_faults(scanned: _Scanned, layout: _QueryLayout, max_list_size: int | None):
+    """``(document line, message)`` for a query that comes back and one that is too long."""
+    qids, starts, faults = scanned.qids, layout.starts, []
     _, first_start = np.unique(qids[starts], return_index=True)
     back = np.ones(len(starts), dtype=bool)
     back[first_start] = False
-    cross = []
     if back.any():
         again = int(starts[np.argmax(back)])
         first = int(starts[np.argmax(qids[starts] == qids[again])])
-        cross.append(
+        faults.append(
             (
                 again,
                 f"query {qids[again]} comes back after other queries (first seen on line "
-                f"{line_index[first] + 1}); the lines of one query must be contiguous",
+                f"{scanned.lines[first] + 1}); the lines of one query must be contiguous",
             )
         )
-    if max_list_size is not None and np.any(position >= max_list_size):
-        over = int(np.argmax(position >= max_list_size))
-        cross.append(
-            (
-                over,
-                f"query {qids[over]} has more than max_list_size={max_list_size} documents",
-            )
+    if max_list_size is not None and np.any(layout.position >= max_list_size):
+        over = int(np.argmax(layout.position >= max_list_size))
+        faults.append(
+            (over, f"query {qids[over]} has more than max_list_size={max_list_size} documents")
         )
-    cross = [(at, message) for at, message in cross if at < first_bad]
-    if cross:
-        at, message = min(cross)
-        refuse(int(line_index[at]), message)
-    if first_bad < len(rest):
-        refuse(int(line_index[first_bad]))
-    if syntax_error is not None:
-        refuse(syntax_error)
-
-    n_queries = len(starts)
-    lengths = np.bincount(query, minlength=n_queries)
-    width = max_list_size if max_list_size is not None else int(lengths.max(initial=0))
-    depth = n_features if n_features is not None else int(ids.max(initial=0))
-    shape = (n_queries, width, depth)
-    try:
-        out_features = np.zeros(shape, dtype=dtype)
-    except (MemoryError, ValueError) as error:  # ValueError: a size past NumPy's maximum
-        size = _nbytes(math.prod(shape) * dtype.itemsize)
-        raise MemoryError(
-            f"{name}: the padded features, of shape {shape}, take {size}: more than "
-            "can be allocated"
-        ) from error
-    out_features[query[token_line], position[token_line], ids - 1] = values
-    out_labels = np.zeros((n_queries, width), dtype=dtype)
-    out_labels[query, position] = labels
-    where = np.zeros((n_queries, width), dtype=bool)
-    where[query, position] = True
-    return RankingData(out_features, out_labels, where, qids[starts])
+    return faults
