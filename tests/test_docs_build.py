@@ -237,3 +237,16 @@ def test_the_decision_index_lists_every_record_in_order():
     rows = re.findall(r"^\| (\d{4}) \| \[.+?\]\((\d{4}-[^)]+\.md)\) \|$", index, re.MULTILINE)
     assert [name for _, name in rows] == records
     assert all(name.startswith(number) for number, name in rows)
+
+
+def test_the_development_guide_lists_every_module_of_the_package():
+    # "What may each module touch?" is answered by the layer list; a module
+    # missing from it is a module a newcomer cannot place.
+    guide = (DOCS / "development.md").read_text()
+    layers = re.search(r"^lodestar/\n(.*?)^```", guide, re.MULTILINE | re.DOTALL)
+    assert layers, "no layer list"
+    listed = set(re.findall(r"^  (\S+)", layers[1], re.MULTILINE))
+    package = DOCS.parent / "src" / "lodestar"
+    modules = {path.name for path in package.glob("*.py")}
+    modules |= {f"{path.name}/" for path in package.iterdir() if (path / "__init__.py").exists()}
+    assert modules == listed

@@ -324,9 +324,9 @@ def evaluate(
 # An eager call on a small batch in host memory runs padded to a bucketed
 # shape: ``(rows, n)`` rounded up to powers of two, n to at least 8 (decision
 # 0023). Calls at nearby shapes then share one compiled kernel instead of
-# compiling one each (about 0.1-0.2 s per program on CPU), and padding changes
-# no value. Larger batches keep their shape: there a copy of the input costs
-# more than the compilation it saves.
+# compiling one each, and padding changes no value. Larger batches keep their
+# shape: there a copy of the input costs more than the compilation it saves
+# (the decision records both costs).
 BUCKET_MAX_ITEMS = 1 << 16
 BUCKET_MIN_WIDTH = 8
 
