@@ -2,6 +2,7 @@
 
 import gzip
 import re
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -502,6 +503,18 @@ def test_load_skips_a_utf8_byte_order_mark(tmp_path):
             write(tmp_path, gzip.compress(b"\xef\xbb\xbf" + GOOD.encode()), "bom.gz")
         )
     )
+
+
+def test_load_reads_a_file_named_dash_not_standard_input(tmp_path, monkeypatch):
+    # Only the command line's files take `-` for standard input; a notebook
+    # that calls load_svmlight("-") must not block reading it.
+    class Unreadable:
+        buffer = property(lambda self: pytest.fail("load_svmlight read standard input"))
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_text(GOOD)
+    monkeypatch.setattr(sys, "stdin", Unreadable())
+    check_good(datasets.load_svmlight("-"))
 
 
 @pytest.mark.parametrize("compressed", [False, True])

@@ -27,8 +27,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 
 
-def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> bytes | bytearray:
-    """The file's bytes, decompressed if gzip; ``-`` is standard input.
+def read_bytes(
+    path: str | os.PathLike, *, progress: Progress | None = None, dash_is_stdin: bool = False
+) -> bytes | bytearray:
+    """The file's bytes, decompressed if gzip.
 
     A file is read in blocks into one ``bytearray`` (decompressed block by
     block if gzip), so that ``progress`` can follow it and no second copy of
@@ -36,10 +38,13 @@ def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> 
     whose size is unknown, are read whole.
 
     Args:
-      path: The file, or ``-``.
+      path: The file.
       progress: Called as ``progress(done, total)`` with the bytes of the
         file read so far (compressed bytes, for gzip) and its size, after
         each block.
+      dash_is_stdin: Read ``-`` as standard input, as the TREC files of the
+        command line and of :func:`lodestar.evaluate` do. Otherwise a path
+        names a file, whatever it is.
 
     Raises:
       OSError: the file cannot be read, or it is a truncated or corrupt gzip
@@ -48,7 +53,7 @@ def read_bytes(path: str | os.PathLike, *, progress: Progress | None = None) -> 
         names the file.
     """
     name = os.fspath(path)
-    if name == "-":
+    if dash_is_stdin and name == "-":
         data = _whole(name, sys.stdin.buffer.read())
     else:
         with open(name, "rb") as file:

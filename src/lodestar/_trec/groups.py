@@ -58,7 +58,7 @@ def expand_run(run: TrecFile, qrels: TrecFile) -> TrecFile:
     if run.lines is not None:
         lines = run.lines[records]
     else:
-        data = run.data if run.data is not None else read_bytes(run.path)
+        data = run.data if run.data is not None else read_bytes(run.path, dash_is_stdin=True)
         lines = content_lines(data)[records]
     return TrecFile(
         run.path,
