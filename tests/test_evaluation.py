@@ -200,3 +200,64 @@ def test_compare_uses_the_queries_of_every_run_and_refuses_too_few():
     assert lodestar.compare(qrels, [one, other], ["mrr"], complete=True).queries == 4
     with pytest.raises(ValueError, match="at least 2 runs"):
         lodestar.compare(qrels, [one], ["mrr"])
+
+
+# --------------------------------------------------------------------------
+# The kernels the command line runs
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def kernel_programs(monkeypatch):
+    """The kernels ``lodestar.evaluate`` would run, as the text of their jaxprs; all values 0."""
+    import jax
+
+    from lodestar.metrics import _kernel
+
+    programs = []
+    evaluate_formulas = _kernel.evaluate_formulas
+
+    def recorded(scores, arrays, options, **static):
+        def run(s, a, o):
+            return evaluate_formulas(s, a, o, **static)
+
+        # Traced, not compiled: the values are not what these tests read.
+        program, shapes = jax.make_jaxpr(run, return_shape=True)(scores, arrays, options)
+        programs.append(str(program))
+        return jax.tree.map(lambda shape: np.zeros(shape.shape, shape.dtype), shapes)
+
+    monkeypatch.setattr(_kernel, "evaluate_formulas", recorded)
+    return programs
+
+
+# Every measure alone (one that shares a kernel with a measure that asks for
+# the order would get it through that one), in each of the command line's
+# modes. Tracing them is cheap: nothing is compiled.
+MODES = {
+    "tied-trec_eval": (False, True),
+    "tied": (False, False),
+    "ignore_ties-trec_eval": (True, True),
+    "ignore_ties": (True, False),
+}
+
+
+@pytest.mark.parametrize("mode", MODES.values(), ids=MODES.keys())
+def test_no_measure_leaves_a_host_callback_in_the_kernel(tmp_path, kernel_programs, mode):
+    # The command line ranks and sorts on the host before the kernel, so that
+    # the kernel holds no host callback: JAX does not keep a program with one
+    # in its persistent cache, and `lodestar evaluate -m all_trec` compiled
+    # for 3 s on every run when bpref, infAP, binG and G asked the ranking
+    # for its order without saying so (`Formula.uses_order`) and G sorted its
+    # ideal in the kernel (decision 0018).
+    from lodestar import _registry
+
+    ignore_ties, trec_eval = mode
+    paths = write_trec(tmp_path, *generate(4))
+    with_callbacks = []
+    for name in _registry.MEASURES:
+        kernel_programs.clear()
+        lodestar.evaluate(*paths, [name], ignore_ties=ignore_ties, trec_eval=trec_eval)
+        assert kernel_programs, f"no kernel ran for {name}"
+        if any("callback" in program for program in kernel_programs):
+            with_callbacks.append(name)
+    assert not with_callbacks, f"host callbacks in the kernels of {with_callbacks}"

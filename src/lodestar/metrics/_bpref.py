@@ -9,20 +9,13 @@ from lodestar import _docs, _validation
 from lodestar.metrics import _kernel, _preceding
 
 
-def judged_items(lists: _kernel.Lists):
-    """Real items that were judged (``judged`` if given, else every real item)."""
-    if "judged" in lists.context:
-        return lists.valid & lists.context["judged"]
-    return lists.valid
-
-
 def _bpref(lists: _kernel.Lists, k):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
     relevant = lists.relevant()
     # Judged and below the relevance level (trec_eval's judged non-relevant).
-    nonrelevant = judged_items(lists) & ~relevant
+    nonrelevant = lists.judged() & ~relevant
     total_relevant = lists.relevant_total(relevant)
     if "num_judged_nonrelevant" in lists.context:
         total_nonrelevant = lists.context["num_judged_nonrelevant"].astype(dtype)
@@ -47,7 +40,7 @@ def _bpref(lists: _kernel.Lists, k):
     return jnp.clip(_kernel.ratio_or_zero(found, total_relevant), 0, 1)
 
 
-BPREF = _kernel.Formula("bpref", _bpref)
+BPREF = _kernel.Formula("bpref", _bpref, uses_order=True)
 
 
 @_docs.shared

@@ -24,13 +24,6 @@ def retrieved_count(lists: _kernel.Lists, k):
     return jnp.minimum(real, k).astype(lists.dtype)
 
 
-def judged_mask(lists: _kernel.Lists):
-    """Real items that were judged: ``judged`` if given, else every real item."""
-    if "judged" in lists.context:
-        return lists.valid & lists.context["judged"]
-    return lists.valid
-
-
 def _num_retrieved(lists: _kernel.Lists, k):
     return retrieved_count(lists, k)
 
@@ -44,12 +37,12 @@ def _num_relevant_retrieved(lists: _kernel.Lists, k):
 
 
 def _num_nonrelevant_judged_retrieved(lists: _kernel.Lists, k):
-    nonrelevant = judged_mask(lists) & ~lists.relevant()
+    nonrelevant = lists.judged() & ~lists.relevant()
     return _precision.relevant_in_top(lists, nonrelevant, k)
 
 
 def _unjudged(lists: _kernel.Lists, k, *, cutoff):
-    unjudged = lists.valid & ~judged_mask(lists)
+    unjudged = lists.valid & ~lists.judged()
     found = _precision.relevant_in_top(lists, unjudged, k)
     return _kernel.ratio_or_zero(found, _precision.slots(lists, cutoff))
 

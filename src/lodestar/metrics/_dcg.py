@@ -20,10 +20,7 @@ def _dcg(lists: _kernel.Lists, k, *, gain, log_base):
 
 def judged_gains(lists: _kernel.Lists, gain) -> jax.Array:
     """Each real item's gain; 0 for padding and for an item the ``judged`` context leaves out."""
-    real = lists.valid
-    if "judged" in lists.context:
-        real = real & lists.context["judged"]
-    return jnp.where(real, _gains.apply_gain(gain, lists.labels.astype(lists.dtype)), 0)
+    return jnp.where(lists.judged(), _gains.apply_gain(gain, lists.labels.astype(lists.dtype)), 0)
 
 
 def ideal_pool(lists: _kernel.Lists, gain):

@@ -7,7 +7,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _validation
-from lodestar.metrics import _bpref, _kernel, _preceding
+from lodestar.metrics import _kernel, _preceding
 
 # trec_eval's INFAP_EPSILON (trec_eval.h): keeps the sampled precision defined
 # where nothing judged lies above.
@@ -18,7 +18,7 @@ def _inferred_average_precision(lists: _kernel.Lists, k):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
-    judged = _bpref.judged_items(lists)
+    judged = lists.judged()
     pooled = judged
     if "pooled" in lists.context:
         pooled = judged | (lists.valid & lists.context["pooled"])
@@ -90,7 +90,7 @@ def _inferred_average_precision(lists: _kernel.Lists, k):
 
 
 INFERRED_AVERAGE_PRECISION = _kernel.Formula(
-    "inferred_average_precision", _inferred_average_precision
+    "inferred_average_precision", _inferred_average_precision, uses_order=True
 )
 
 

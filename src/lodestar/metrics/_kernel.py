@@ -53,6 +53,12 @@ class Lists(NamedTuple):
         """The padded list length."""
         return self.labels.shape[-1]
 
+    def judged(self) -> jax.Array:
+        """The real items that were judged: the ``judged`` context if given, else all."""
+        if "judged" in self.context:
+            return self.valid & self.context["judged"]
+        return self.valid
+
     def relevant(self) -> jax.Array:
         """What the binary measures count as relevant among the real items.
 
@@ -61,10 +67,7 @@ class Lists(NamedTuple):
         """
         if "relevant" in self.context:
             return self.valid & self.context["relevant"]
-        relevant = self.valid & (self.labels != 0)
-        if "judged" in self.context:
-            relevant = relevant & self.context["judged"]
-        return relevant
+        return self.judged() & (self.labels != 0)
 
     def relevant_total(self, relevant: jax.Array) -> jax.Array:
         """``num_relevant`` if given, else the relevant items of the list, in ``dtype``."""

@@ -11,7 +11,7 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _gains, _ranking, _validation
-from lodestar.metrics import _bpref, _kernel, _preceding
+from lodestar.metrics import _dcg, _kernel, _preceding
 
 ATOMS = 16
 """Distinct subset sums G keeps per (tie block, subset size); beyond, nearby sums are pooled."""
@@ -37,29 +37,23 @@ def _binary_normalized_gain(lists: _kernel.Lists, k):
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
-def _ideal_cost(lists: _kernel.Lists, gain, gains, judged):
+def _ideal_cost(lists: _kernel.Lists, gain):
     """Per position ``p``, the cost ``sum_{t <= p} max(I_t, 1)``; and the ideal's total gain.
 
     ``I_t`` is the t-th largest gain of the ideal pool (``ideal_labels`` if
-    given, else the list's judged items), 0 past its end.
+    given, else the list's judged items), 0 past its end. A gain that is not
+    positive costs 1 wherever it ranks, as a missing one does, so only the
+    positive gains need ordering: the command line gives them sorted, and the
+    kernel then holds no sort (decision 0018).
     """
-    dtype, n = lists.dtype, lists.n
-    if "ideal_labels" in lists.context:
-        labels = lists.context["ideal_labels"]
-        pool_valid = lists.context.get("ideal_where", jnp.ones(labels.shape, bool))
-        pool = _gains.apply_gain(gain, labels.astype(dtype))
-    else:
-        pool, pool_valid = gains, judged
-    pool = jnp.where(pool_valid, pool, 0)
-    order = _ranking.descending_order(pool, pool_valid)
-    ideal = jnp.take_along_axis(pool, order, axis=-1)
-    m = ideal.shape[-1]
+    ideal = _dcg.sorted_ideal_gains(lists, gain)
+    total = jnp.sum(ideal, axis=-1)
+    n, m = lists.n, ideal.shape[-1]
     if m >= n:
         ideal = ideal[..., :n]
     else:
-        ideal = jnp.concatenate([ideal, jnp.zeros(ideal.shape[:-1] + (n - m,), dtype)], axis=-1)
-    cost = jnp.cumsum(jnp.maximum(ideal, 1), axis=-1)
-    return cost, jnp.sum(jnp.maximum(pool, 0), axis=-1)
+        ideal = jnp.concatenate([ideal, jnp.zeros(ideal.shape[:-1] + (n - m,), ideal.dtype)], -1)
+    return jnp.cumsum(jnp.maximum(ideal, 1), axis=-1), total
 
 
 def _block_extreme(values, mask, blocks, reduce):
@@ -243,9 +237,9 @@ def gain_parts(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
     costs one list's work, not the batch's).
     """
     dtype = lists.dtype
-    judged = _bpref.judged_items(lists)
+    judged = lists.judged()
     gains = jnp.where(judged, _gains.apply_gain(gain, lists.labels.astype(dtype)), 0)
-    cost, ideal_total = _ideal_cost(lists, gain, gains, judged)
+    cost, ideal_total = _ideal_cost(lists, gain)
     ranking_blocks = lists.ranking.blocks
     lay = _preceding.layout(lists, k)
     nonzero = gains != 0
@@ -288,8 +282,12 @@ def _normalized_gain(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
     return _kernel.ratio_or_zero(found, ideal_total)
 
 
-BINARY_NORMALIZED_GAIN = _kernel.Formula("binary_normalized_gain", _binary_normalized_gain)
-NORMALIZED_GAIN = _kernel.Formula("normalized_gain", _normalized_gain, static=("gain",))
+BINARY_NORMALIZED_GAIN = _kernel.Formula(
+    "binary_normalized_gain", _binary_normalized_gain, uses_order=True
+)
+NORMALIZED_GAIN = _kernel.Formula(
+    "normalized_gain", _normalized_gain, static=("gain",), uses_order=True
+)
 
 
 @_docs.shared

@@ -41,7 +41,7 @@ def _rank_biased_precision(lists: _kernel.Lists, k, *, p, max_label=None):
 
 def _rank_biased_precision_residual(lists: _kernel.Lists, k, *, p):
     dtype = lists.dtype
-    unjudged = lists.valid & ~_counts.judged_mask(lists)
+    unjudged = lists.valid & ~lists.judged()
     blocks = lists.ranking.blocks  # first, so that the weighted sum reuses them
     p = jnp.asarray(p, dtype)
     spread = lists.ranking.weighted_sum(unjudged.astype(dtype), persistence_table(lists, k, p))
