@@ -149,6 +149,21 @@ def test_unknown_measure():
         lodestar.evaluate({"q": {"d": 1}}, {"q": {"d": 1.0}}, ["ndgc"])
 
 
+def test_all_trec_gives_every_measure_and_relstring_by_name_is_refused(tmp_path, capsys):
+    # trec_eval's -m all_trec holds the report's relstring line; in Python it
+    # is left out, as runid and num_q are, and the measures are the command
+    # line's to the last bit.
+    paths = write_trec(tmp_path, *generate(6, tied=False))
+    result = lodestar.evaluate(*paths, "all_trec", trec_eval=True, ignore_ties=True)
+    assert (
+        main(["evaluate", *paths, "-m", "all_trec", "--trec-eval", "--ignore-ties", "--json"]) == 0
+    )
+    document = json.loads(capsys.readouterr().out)
+    assert result.mean == document["mean"] and len(result.mean) > 90
+    with pytest.raises(ValueError, match="relstring is a line of the command line's report"):
+        lodestar.evaluate(*paths, ["map", "relstring.20"])
+
+
 def test_table_without_the_columns():
     table = pa.table({"qid": ["q"], "docno": ["d"], "score": [1.0]})
     with pytest.raises(ValueError, match="run needs columns q_id, doc_id and score"):

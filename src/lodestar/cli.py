@@ -686,7 +686,7 @@ def _json_options(args: argparse.Namespace, runid: bytes | None) -> dict:
 def _run_evaluate(args: argparse.Namespace, out) -> int:
     _check_evaluate_arguments(args)
     requests = _requests(args)
-    if args.json and any(r.family == "relstring" for r in requests):
+    if args.json and _names.names_relstring(args.measures or ()):
         raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
     progress = _start(args, out)
@@ -709,7 +709,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             complete=args.complete,
             single_precision=args.single_precision,
             tie_range=args.tie_range,
-            docno_rank=any(r.family == "relstring" for r in requests),
+            docno_rank=not args.json and any(r.family == "relstring" for r in requests),
             progress=progress,
             ready=_jax_loaded(progress, "evaluating"),
         )

@@ -217,15 +217,21 @@ def run_joined(
 
 
 def _requests(measures) -> list[_names.Request]:
-    """The measures asked for; ``runid`` and ``num_q`` (from ``all_trec``) are the result's own."""
+    """The measures asked for.
+
+    ``runid`` and ``num_q`` (from ``all_trec``) are the result's own, and the
+    ``relstring`` line that ``all_trec`` holds is the command line's report,
+    left out; ``relstring`` asked for by name is refused.
+    """
     if isinstance(measures, str):
         measures = [measures]
-    requests = _names.parse_all(list(measures))
-    if any(r.family == "relstring" for r in requests):
+    measures = list(measures)
+    if _names.names_relstring(measures):
         raise ValueError(
             "relstring is a line of the command line's report, not a measure; "
             "lodestar.evaluate has no value for it"
         )
+    requests = _names.parse_all(measures)
     averaged = [r.name for r in requests if _names.over_judgment_groups(r)]
     if averaged:
         raise ValueError(

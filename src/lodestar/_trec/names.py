@@ -342,6 +342,12 @@ def parse_all(texts: Sequence[str]) -> list[Request]:
     return list(requests.values())
 
 
+def names_relstring(texts: Sequence[str]) -> bool:
+    """Whether ``relstring`` is named itself, not only held by a set such as ``all_trec``."""
+    named = [text for text in texts if str(text).lower() not in GROUPS]
+    return any(request.family == "relstring" for request in parse_all(named))
+
+
 def over_judgment_groups(request: Request) -> bool:
     """Whether the request is a measure averaged over judgment groups (``map_avgjg``, ...)."""
     return request.family in JUDGMENT_GROUP_ORDER
