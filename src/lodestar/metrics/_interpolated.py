@@ -307,13 +307,19 @@ def _interpolated_precision(
 
 
 def _eleven_point_average(lists: _kernel.Lists, k, *, recall, **engine):
-    """The mean of :func:`_interpolated_precision` over the levels ``recall``."""
+    """The mean of :func:`_interpolated_precision` over the levels ``recall``.
+
+    The levels run one after another (``lax.map``), not mapped together: each
+    level's walk then takes its own number of rounds, and holds its own
+    ``(..., chunk, n)`` state, rather than every level running as many rounds
+    as the slowest with all their states at once.
+    """
     levels = jnp.atleast_1d(jnp.asarray(recall))
 
     def at(level):
         return _interpolated_precision(lists, k, recall=level, **engine)
 
-    return jnp.mean(jax.vmap(at, out_axes=-1)(levels), axis=-1)
+    return jnp.mean(jnp.moveaxis(lax.map(at, levels), 0, -1), axis=-1)
 
 
 INTERPOLATED_PRECISION = _kernel.Formula(
