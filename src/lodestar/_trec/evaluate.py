@@ -161,20 +161,17 @@ def _query_context(
         per_list["num_judged_nonrelevant"] = judgments.totals((grade >= 0) & (grade < level))
     if "max_label" in wanted:
         per_list["max_label"] = judgments.maxima(grade, 0).astype(np.float64)
-    # NDCG's ideal: the linear gains sorted here, so that the kernel needs no
-    # sort. Under trec_eval's definitions it ranks the judged documents (those
-    # of gain 0 change nothing), else the retrieved list. The other measures
-    # with an ideal (and NDCG with a gain per level) rank the judged pool's
-    # labels themselves.
-    needs_ideal = any("ideal_labels" in _measure(r).context for r in requests)
+    # The ideal's linear gains, sorted here so that the kernel needs no sort:
+    # under trec_eval's definitions the judged documents' (those of gain 0
+    # change nothing), else the retrieved list's. Every measure with an ideal
+    # reads them for linear gains (`_dcg.sorted_ideal_gains`); one with a gain
+    # per level ranks the judged pool's labels itself.
+    ideal = [r for r in requests if "ideal_labels" in _measure(r).context]
+    needs_ideal = bool(ideal)
     pool = judged_pool = None
     if needs_ideal and definitions.trec_eval:
         pool = _descending_per_query(judgments, grade, grade > 0)
-        if any(
-            "ideal_labels" in _measure(r).context
-            and (_measure(r).key != "ndcg" or dict(r.options).get("gain", "linear") != "linear")
-            for r in requests
-        ):
+        if any(dict(r.options).get("gain", "linear") != "linear" for r in ideal):
             judged_pool = _descending_per_query(judgments, grade, grade >= 0)
     item_names = frozenset(wanted & {"judged", "pooled"})
     return _QueryContext(item_names, per_list, pool, judged_pool, needs_ideal)
