@@ -696,3 +696,303 @@ def test_fuzz_truncated_and_flipped_gzip(fuzz_dir, data):
 @given(data=svmlight_lines(), n_features=st.sampled_from([None, 5]))
 def test_fuzz_mutated_lines_thoroughly(fuzz_dir, data, n_features):
     check_outcome(fuzz_dir / "mutated.txt", data, n_features=n_features)
+
+
+# --------------------------------------------------------------------------
+# load_svmlight with a group file (LightGBM's and XGBoost's query sizes)
+# --------------------------------------------------------------------------
+
+# GOOD without its query ids, and the sizes of its two queries.
+GOOD_WITHOUT_QIDS = re.sub(r" qid:\d+", "", GOOD)
+GOOD_SIZES = "3\n1\n"
+
+
+def test_load_group_file_reads_lines_without_qids_as_the_qid_file_reads(tmp_path):
+    assert "qid:" not in GOOD_WITHOUT_QIDS
+    with_qids = datasets.load_svmlight(write(tmp_path, GOOD))
+    grouped = datasets.load_svmlight(
+        write(tmp_path, GOOD_WITHOUT_QIDS, "rank.train"),
+        group=write(tmp_path, GOOD_SIZES, "rank.train.query"),
+    )
+    for name in ("features", "labels", "where"):
+        np.testing.assert_array_equal(getattr(grouped, name), getattr(with_qids, name))
+        assert getattr(grouped, name).dtype == getattr(with_qids, name).dtype
+    # Without qid: the query ids are the queries' positions in the group file.
+    np.testing.assert_array_equal(grouped.qids, [0, 1])
+    assert grouped.qids.dtype == np.int64
+    check_good(grouped._replace(qids=with_qids.qids))
+
+
+def test_load_group_file_agreeing_with_the_qids_changes_nothing(tmp_path):
+    path = write(tmp_path, GOOD)
+    grouped = datasets.load_svmlight(path, group=write(tmp_path, GOOD_SIZES, "sizes"))
+    check_good(grouped)  # the file's own query ids, 10 and 7
+
+
+def test_load_group_file_round_trip_with_and_without_qids(tmp_path):
+    # Random documents, written once with qid: and once without plus a group file.
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 9, 25)
+    lines_with, lines_without = [], []
+    for query, size in enumerate(sizes):
+        for _ in range(size):
+            ids = np.sort(rng.choice(12, rng.integers(0, 6), replace=False)) + 1
+            features = " ".join(f"{i}:{rng.standard_normal():.4f}" for i in ids)
+            label = rng.integers(0, 5)
+            lines_with.append(f"{label} qid:{1000 + 7 * query} {features}".rstrip())
+            lines_without.append(f"{label} {features}".rstrip())
+    sizes_text = "".join(f"{size}\n" for size in sizes)
+    options = dict(n_features=12, max_list_size=8, dtype=np.float64)
+    reference = datasets.load_svmlight(write(tmp_path, "\n".join(lines_with), "a.txt"), **options)
+    for name, text in (("with.txt", lines_with), ("without.txt", lines_without)):
+        data = datasets.load_svmlight(
+            write(tmp_path, "\n".join(text) + "\n", name),
+            group=write(tmp_path, sizes_text, "a.query"),
+            **options,
+        )
+        for field in ("features", "labels", "where"):
+            np.testing.assert_array_equal(getattr(data, field), getattr(reference, field))
+        expected = reference.qids if name == "with.txt" else np.arange(len(sizes))
+        np.testing.assert_array_equal(data.qids, expected)
+    assert reference.features.shape == (25, 8, 12)
+    np.testing.assert_array_equal(reference.where.sum(axis=1), sizes)
+
+
+def test_load_group_file_gzip_crlf_blank_lines_and_pipes(tmp_path, pipe):
+    data_path = write(tmp_path, gzip.compress(GOOD_WITHOUT_QIDS.encode()), "rank.train.gz")
+    for text in (
+        GOOD_SIZES,
+        " 3 \r\n\r\n\t1\r\n",  # whitespace around a size, CRLF, a blank line
+        "3\n1",  # no final line feed
+        b"\xef\xbb\xbf3\n1\n",  # a byte-order mark
+    ):
+        for group in (
+            write(tmp_path, text, "rank.train.query"),
+            write(
+                tmp_path, gzip.compress(text.encode() if isinstance(text, str) else text), "q.gz"
+            ),
+        ):
+            data = datasets.load_svmlight(data_path, group=group)
+            np.testing.assert_array_equal(data.where.sum(axis=1), [3, 1])
+            np.testing.assert_array_equal(data.labels[:, 0], [2, 4])
+    data = datasets.load_svmlight(data_path, group=pipe(GOOD_SIZES.encode()))
+    np.testing.assert_array_equal(data.where.sum(axis=1), [3, 1])
+    data = datasets.load_svmlight(data_path, group=str(write(tmp_path, GOOD_SIZES, "str.query")))
+    np.testing.assert_array_equal(data.qids, [0, 1])
+
+
+GROUP_FILE_REFUSALS = [
+    # (group file text, 1-based line, what follows "expected the number of lines ..., got ")
+    ("3\n0\n", 2, "'0'"),
+    ("3\n-1\n", 2, "'-1'"),
+    ("+3\n1\n", 1, "'+3'"),
+    ("3.0\n1\n", 1, "'3.0'"),
+    ("3e0\n1\n", 1, "'3e0'"),
+    ("three\n1\n", 1, "'three'"),
+    ("3 1\n", 1, "'3 1'"),
+    ("3\n1 # comment\n", 2, "'1 # comment'"),
+    ("\n\n3\n\x001\n", 4, "'\\x001'"),
+    ("1234567890123456789\n", 1, "'1234567890123456789'"),
+]
+
+
+@pytest.mark.parametrize("text, line, shown", GROUP_FILE_REFUSALS)
+def test_load_group_file_refuses_a_size_that_is_not_a_positive_integer(tmp_path, text, line, shown):
+    group = write(tmp_path, text, "rank.train.query")
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(write(tmp_path, GOOD_WITHOUT_QIDS), group=group)
+    assert str(info.value) == (
+        f"{group}:{line}: expected the number of lines of one query, a positive integer, "
+        f"got {shown}"
+    )
+
+
+@pytest.mark.parametrize("text", ["", "\n", " \r\n\n\t\n", gzip.compress(b"")])
+def test_load_group_file_refuses_an_empty_group_file(tmp_path, text):
+    group = write(tmp_path, text, "rank.train.query")
+    for data_text in (GOOD_WITHOUT_QIDS, ""):  # even beside an empty file
+        with pytest.raises(ValueError) as info:
+            datasets.load_svmlight(write(tmp_path, data_text), group=group)
+        assert str(info.value) == (
+            f"{group}: the group file holds no query sizes (expected one positive integer a "
+            "line: the number of consecutive lines of each query)"
+        )
+
+
+@pytest.mark.parametrize(
+    "sizes, message",
+    [
+        ("3\n2\n", "the file has 4 document lines, but the query sizes in {group} add up to 5"),
+        ("5\n", "the file has 4 document lines, but the query sizes in {group} add up to 5"),
+        (
+            "2\n1\n",
+            "the file has 4 document lines, but the query sizes in {group} add up to 3 "
+            "(line 7 is the first beyond them)",
+        ),
+        (
+            "1\n",
+            "the file has 4 document lines, but the query sizes in {group} add up to 1 "
+            "(line 3 is the first beyond them)",
+        ),
+    ],
+)
+def test_load_group_file_refuses_sizes_that_do_not_add_up_to_the_lines(tmp_path, sizes, message):
+    group = write(tmp_path, sizes, "rank.train.query")
+    # With GOOD's query ids, only sizes whose queries start where the ids change
+    # get this far; the others disagree with the ids first.
+    for text in (GOOD_WITHOUT_QIDS, GOOD) if sizes.startswith("3\n") else (GOOD_WITHOUT_QIDS,):
+        path = write(tmp_path, text)
+        with pytest.raises(ValueError) as info:
+            datasets.load_svmlight(path, group=group)
+        assert str(info.value) == f"{path}: " + message.format(group=group)
+    path = write(tmp_path, "# no documents\n")
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path, group=group)
+    assert str(info.value).startswith(f"{path}: the file has 0 document lines, but ")
+
+
+@pytest.mark.parametrize(
+    "text, sizes, line, message",
+    [
+        # Every document line has a qid, or none has: the first decides.
+        (
+            "1 qid:1 1:1\n0 qid:1 1:2\n1 2:1\n",
+            "3\n",
+            3,
+            "expected 'qid:<id>' after the label, got '2:1' (with group=, every document line "
+            "has 'qid:<id>' or none has, and line 1 has one)",
+        ),
+        (
+            "# header\n1 1:1\n0 1:2\n1 qid:2 2:1\n",
+            "3\n",
+            4,
+            "unexpected 'qid:2': with group=, every document line has 'qid:<id>' or none has, "
+            "and line 2 has none",
+        ),
+        # Query ids that disagree with the group file.
+        (
+            "1 qid:1 1:1\n0 qid:2 1:2\n1 qid:2 2:1\n",
+            "3\n",
+            2,
+            "query id 2 follows 1 within one query of the group file ({group}:1: 3 lines); "
+            "with group=, the lines' query ids must agree with it",
+        ),
+        (
+            "1 qid:1 1:1\n0 qid:1 1:2\n1 qid:1 2:1\n",
+            "\n2\n1\n",
+            3,
+            "query 1 goes on, but the group file starts a new query here ({group}:3); "
+            "with group=, the lines' query ids must agree with it",
+        ),
+        # Agreeing with the group file, a query id must still not come back.
+        (
+            "1 qid:1 1:1\n0 qid:2 1:2\n1 qid:1 2:1\n",
+            "1\n1\n1\n",
+            3,
+            "query 1 comes back after other queries (first seen on line 1); the lines of one "
+            "query must be contiguous",
+        ),
+        # A fault within a line is worded as without a group file.
+        ("1 1:1\nfoo 1:2\n", "2\n", 2, "expected a finite number as the label, got 'foo'"),
+        ("1 1:1 1:2\n", "1\n", 1, "feature id 1 appears twice"),
+        (
+            "1 1:1\n0 qid:x 1:2\n",
+            "2\n",
+            2,
+            "unexpected 'qid:x': with group=, every document "
+            "line has 'qid:<id>' or none has, and line 1 has none",
+        ),
+    ],
+)
+def test_load_group_file_refusals_within_the_file(tmp_path, text, sizes, line, message):
+    path = write(tmp_path, text)
+    group = write(tmp_path, sizes, "rank.train.query")
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path, group=group)
+    assert str(info.value) == f"{path}:{line}: " + message.format(group=group)
+
+
+def test_load_group_file_reports_the_first_faulty_line(tmp_path):
+    # The sizes do not add up, and line 2 is malformed: the line comes first.
+    path = write(tmp_path, "1 1:1\n1 0:1\n1 1:1\n")
+    with pytest.raises(ValueError, match=r":2: feature id 0 "):
+        datasets.load_svmlight(path, group=write(tmp_path, "7\n", "q"))
+    # A bad group file is reported before anything in the file.
+    with pytest.raises(ValueError, match=r"q:1: expected the number of lines"):
+        datasets.load_svmlight(path, group=write(tmp_path, "x\n", "q"))
+    # A query longer than max_list_size before a syntax fault.
+    path = write(tmp_path, "1 1:1\n1 1:1\n1 1:1\n1 x\n")
+    group = write(tmp_path, "3\n1\n", "q")
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path, group=group, max_list_size=2)
+    assert str(info.value) == (
+        f"{path}:3: the query of {group}:1 (3 lines) has more than max_list_size=2 documents"
+    )
+
+
+def test_load_group_file_and_max_list_size(tmp_path):
+    path = write(tmp_path, GOOD_WITHOUT_QIDS)
+    group = write(tmp_path, GOOD_SIZES, "q")
+    assert datasets.load_svmlight(path, group=group, max_list_size=3).where.shape == (2, 3)
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path, group=group, max_list_size=2)
+    assert str(info.value) == (
+        f"{path}:6: the query of {group}:1 (3 lines) has more than max_list_size=2 documents"
+    )
+    # With query ids that agree with the group file, worded by them as without it.
+    path = write(tmp_path, GOOD)
+    with pytest.raises(ValueError) as info:
+        datasets.load_svmlight(path, group=group, max_list_size=2)
+    assert str(info.value) == f"{path}:6: query 10 has more than max_list_size=2 documents"
+
+
+@pytest.mark.parametrize("group", [3, b"rank.train.query", ["a"], True])
+def test_load_group_parameter_refusal(tmp_path, group):
+    with pytest.raises(InvalidParameterError) as info:
+        datasets.load_svmlight(write(tmp_path, GOOD), group=group)
+    assert str(info.value) == (
+        "The 'group' parameter of load_svmlight must be a path (str or os.PathLike) or None. "
+        f"Got {group!r} instead."
+    )
+
+
+def test_load_group_file_missing(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        datasets.load_svmlight(write(tmp_path, GOOD), group=tmp_path / "absent.query")
+
+
+@st.composite
+def grouped_lines(draw):
+    """Mutated lines (with or without their qids) and group sizes that may not fit them."""
+    text = draw(svmlight_lines())
+    if draw(st.booleans()):
+        text = re.sub(rb" qid:\d+", b"", text)
+    n_lines = sum(1 for line in text.split(b"\n") if line.partition(b"#")[0].strip())
+    sizes = []
+    while sum(sizes) < n_lines:
+        sizes.append(draw(st.integers(1, 3)))
+    if draw(st.integers(0, 3)) == 0:  # sometimes a size off by one, or a bad line
+        sizes.append(draw(st.sampled_from([1, 0, -1])))
+    return text, "".join(f"{size}\n" for size in sizes).encode()
+
+
+@settings(max_examples=150)
+@given(data=grouped_lines())
+def test_fuzz_group_files(fuzz_dir, data):
+    # A sound result, or a refusal naming the group file, the file and a line of
+    # it, or the file and its count of document lines.
+    text, sizes = data
+    path, group = fuzz_dir / "grouped.txt", fuzz_dir / "fuzz.query"
+    path.write_bytes(text)
+    group.write_bytes(sizes)
+    try:
+        where = datasets.load_svmlight(path, group=group).where
+    except ValueError as error:
+        said = str(error)
+        if said.startswith(f"{group}:") or said.startswith(f"{path}: the file has "):
+            return
+        assert re.match(rf"{re.escape(str(path))}:\d+: ", said), said
+        assert check_outcome(path, text, group=group) == "refused"  # and located in the file
+        return
+    assert check_outcome(path, text, group=group) == "read"  # and sound
+    np.testing.assert_array_equal(where.sum(axis=1), [int(s) for s in sizes.split()])

@@ -325,24 +325,48 @@ def _finite(text: bytes | bytearray, limit: float) -> bool:
 
 
 def _line_error(
-    body: bytes | bytearray, *, n_features: int | None, limit: float, itemsize: int
+    body: bytes | bytearray,
+    *,
+    n_features: int | None,
+    limit: float,
+    itemsize: int,
+    qid: bool = True,
+    first_line: int | None = None,
 ) -> str | None:
     """What is wrong with one non-blank line (comment removed); None if nothing.
 
     This is the slow, token-by-token reading that words the refusals; the
     fast path in :func:`load_svmlight` only finds which line to hand it.
+    ``qid`` says whether the line must carry ``qid:<id>`` after its label
+    (True) or must not (False). ``first_line``, given with ``group=``, is
+    the 1-based number of the first document line, which decided ``qid``.
     """
     head = body.split(None, 2)
     if not _finite(head[0], limit):
         return f"expected a finite number as the label, got {_show(head[0])}"
-    if len(head) < 2:
-        return "expected 'qid:<id>' after the label, got end of line"
-    if not head[1].startswith(b"qid:"):
-        return f"expected 'qid:<id>' after the label, got {_show(head[1])}"
-    if _QID_RE.fullmatch(head[1]) is None:
-        return f"expected a non-negative integer query id, got {_show(head[1])}"
+    if qid:
+        mixed = ""
+        if first_line is not None:
+            mixed = (
+                f" (with group=, every document line has 'qid:<id>' or none has, and line "
+                f"{first_line} has one)"
+            )
+        if len(head) < 2:
+            return "expected 'qid:<id>' after the label, got end of line" + mixed
+        if not head[1].startswith(b"qid:"):
+            return f"expected 'qid:<id>' after the label, got {_show(head[1])}" + mixed
+        if _QID_RE.fullmatch(head[1]) is None:
+            return f"expected a non-negative integer query id, got {_show(head[1])}"
+        tokens = head[2].split() if len(head) == 3 else ()
+    else:
+        if len(head) > 1 and head[1].startswith(b"qid:"):
+            return (
+                f"unexpected {_show(head[1])}: with group=, every document line has "
+                f"'qid:<id>' or none has, and line {first_line} has none"
+            )
+        tokens = body.split()[1:]
     seen = set()
-    for token in head[2].split() if len(head) == 3 else ():
+    for token in tokens:
         text_id, colon, value = token.partition(b":")
         if not colon or _FEATURE_ID_RE.fullmatch(text_id) is None:
             return f"expected a feature '<id>:<value>', got {_show(token)}"
@@ -377,9 +401,19 @@ def _check_optional_size(value, *, name: str) -> int | None:
     return None if value is None else int(value)
 
 
+def _check_group(value) -> str | os.PathLike | None:
+    if value is not None and not isinstance(value, str | os.PathLike):
+        raise InvalidParameterError(
+            "The 'group' parameter of load_svmlight must be a path (str or os.PathLike) "
+            f"or None. Got {value!r} instead."
+        )
+    return value
+
+
 def load_svmlight(
     path: str | os.PathLike,
     *,
+    group: str | os.PathLike | None = None,
     n_features: int | None = None,
     dtype=np.float32,
     max_list_size: int | None = None,
@@ -412,8 +446,23 @@ def load_svmlight(
     concatenated. Queries keep the order of the file, and documents the order
     of their lines.
 
+    LightGBM and XGBoost keep the queries in a separate group file instead
+    (``rank.train.query`` beside ``rank.train``): one positive integer a
+    line, the number of consecutive document lines of each query, in order.
+    With ``group=``, the lines need no ``qid:``, and the queries are the
+    group file's. If the lines do carry ``qid:`` (every document line, or
+    else none), the group file must agree with them: a new query starts
+    exactly where the query id changes, and the result is what reading the
+    file without ``group=`` gives; the group file then only checks the
+    file.
+
     Args:
       path: The file, plain or gzip-compressed.
+      group: The group file (plain or gzip-compressed, read as ``path`` is),
+        or None to read the queries from ``qid:``. Its sizes must add up to
+        the number of document lines of ``path``. Blank lines and ASCII
+        whitespace around a size are skipped; anything else on a line, and a
+        group file with no sizes, is refused.
       n_features: Width of the feature axis. Default: the largest feature id
         in the file, which may be at most 65,536 (a larger id is refused,
         since every document's dense feature vector would be that long).
@@ -431,15 +480,22 @@ def load_svmlight(
       ``(n_queries, list_size, n_features)`` and ``labels`` of shape
       ``(n_queries, list_size)`` in ``dtype``, the boolean mask ``where``, and
       ``qids``, the int64 query ids. A file with no documents gives
-      ``n_queries = 0``.
+      ``n_queries = 0``. With ``group=`` and lines without ``qid:``, the
+      query ids are the queries' positions in the group file, ``0, 1, ...``.
 
     Raises:
       ValueError: a line is malformed, or breaks a rule above. The message
         names the file and the 1-based line, for example
         ``data.txt:3: expected 'qid:<id>' after the label, got 'foo'``. When
-        a file has several faults the first line with one is reported.
+        a file has several faults the first line with one is reported. With
+        ``group=``, a fault of the group file names it and its line
+        (``rank.train.query:4: expected the number of lines of one query, a
+        positive integer, got '0'``), and so does a group file whose sizes
+        do not add up to the file's document lines, or that disagrees with
+        the lines' ``qid:``. The group file is read first.
       InvalidParameterError: ``n_features`` or ``max_list_size`` is not None
-        and not an int >= 1, or ``dtype`` is not floating.
+        and not an int >= 1, ``dtype`` is not floating, or ``group`` is not
+        None, a ``str`` or an ``os.PathLike``.
       OSError: the file cannot be read, or its gzip data are truncated or
         corrupt; a decompression error names the file
         (``data.txt.gz: cannot read this gzip file: ...``).
@@ -465,15 +521,49 @@ def load_svmlight(
       [[0.5, 0.0, 1.0], [0.0, 0.25, 0.0]]
       >>> data.labels.tolist(), data.where.tolist()
       ([[2.0, 0.0], [1.0, 0.0]], [[True, True], [True, False]])
+
+      The same documents without ``qid:``, with a LightGBM group file:
+
+      >>> text = '''2 1:0.5 3:1.0
+      ... 0 2:0.25
+      ... 1 1:1.0
+      ... '''
+      >>> sizes = '''2
+      ... 1
+      ... '''
+      >>> with tempfile.TemporaryDirectory() as tmp:
+      ...     path = os.path.join(tmp, "rank.train")
+      ...     for name, content in ((path, text), (path + ".query", sizes)):
+      ...         with open(name, "w") as f:
+      ...             _ = f.write(content)
+      ...     grouped = datasets.load_svmlight(path, group=path + ".query")
+      >>> grouped.qids.tolist(), grouped.labels.tolist()
+      ([0, 1], [[2.0, 0.0], [1.0, 0.0]])
+      >>> bool((grouped.features == data.features).all())
+      True
+
+    References:
+      LightGBM's query data (the group file):
+      https://lightgbm.readthedocs.io/en/latest/Parameters.html#query-data.
+      XGBoost's group input format:
+      https://xgboost.readthedocs.io/en/stable/tutorials/input_format.html.
     """
+    group = _check_group(group)
     n_features = _check_optional_size(n_features, name="n_features")
     max_list_size = _check_optional_size(max_list_size, name="max_list_size")
     dtype = _check_floating_dtype(dtype)
+    groups = None if group is None else _read_groups(group)
     name = os.fspath(path)
     lines = _files.read_bytes(path).split(b"\n")
     limit = float(np.finfo(dtype).max)
+    scanned = _scan(lines, qid=True if groups is None else None)
     line_error = functools.partial(
-        _line_error, n_features=n_features, limit=limit, itemsize=dtype.itemsize
+        _line_error,
+        n_features=n_features,
+        limit=limit,
+        itemsize=dtype.itemsize,
+        qid=scanned.has_qids,
+        first_line=None if groups is None or not len(scanned.lines) else scanned.lines[0] + 1,
     )
 
     def refuse(index: int, message: str | None = None):
@@ -489,7 +579,6 @@ def load_svmlight(
             )
         raise ValueError(f"{name}:{index + 1}: {message}")
 
-    scanned = _scan(lines)
     try:
         ids, values, token_line = _features(scanned.features)
     except OverflowError:  # an id of 19 digits or more: find and word it slowly
@@ -499,19 +588,31 @@ def load_svmlight(
         raise  # pragma: no cover - _line_error refuses every id that overflows
     max_id = _MAX_INFERRED_FEATURES if n_features is None else min(_MAX_FEATURE_ID, n_features)
     first_bad = _first_faulty_line(scanned.labels, ids, values, token_line, limit, max_id)
-    layout = _QueryLayout.of(scanned.qids)
+    n_lines = len(scanned.lines)
+    if groups is None:
+        layout = _QueryLayout.of(scanned.qids)
+    else:
+        layout = _QueryLayout.of_sizes(groups.sizes, n_lines)
     faults = [
         (at, message)
-        for at, message in _cross_line_faults(scanned, layout, max_list_size)
+        for at, message in _cross_line_faults(scanned, layout, max_list_size, groups)
         if at < first_bad
     ]
     if faults:
         at, message = min(faults)
         refuse(int(scanned.lines[at]), message)
-    if first_bad < len(scanned.lines):
+    if first_bad < n_lines:
         refuse(int(scanned.lines[first_bad]))
     if scanned.syntax_error is not None:
         refuse(scanned.syntax_error)
+    if groups is not None and groups.total != n_lines:
+        beyond = ""
+        if n_lines > groups.total:
+            beyond = f" (line {scanned.lines[groups.total] + 1} is the first beyond them)"
+        raise ValueError(
+            f"{name}: the file has {n_lines} document lines, but the query sizes in "
+            f"{groups.name} add up to {groups.total}{beyond}"
+        )
 
     width = max_list_size if max_list_size is not None else int(layout.lengths.max(initial=0))
     depth = n_features if n_features is not None else int(ids.max(initial=0))
@@ -530,7 +631,11 @@ def load_svmlight(
     labels[query, position] = scanned.labels
     where = np.zeros(shape[:2], dtype=bool)
     where[query, position] = True
-    return RankingData(features, labels, where, scanned.qids[layout.starts])
+    if scanned.has_qids:
+        qids = scanned.qids[layout.starts]
+    else:
+        qids = np.arange(len(layout.starts), dtype=np.int64)
+    return RankingData(features, labels, where, qids)
 
 
 def _check_floating_dtype(dtype) -> np.dtype:
@@ -556,6 +661,8 @@ class _Scanned(NamedTuple):
       qids: int64 query id of each.
       features: The ``<id>:<value>`` text of each.
       syntax_error: The first line the patterns refused, or None.
+      has_qids: Whether the lines carry ``qid:<id>``; if not (only with a
+        group file), ``qids`` is empty.
     """
 
     lines: np.ndarray
@@ -563,28 +670,40 @@ class _Scanned(NamedTuple):
     qids: np.ndarray
     features: list[bytes | bytearray]
     syntax_error: int | None
+    has_qids: bool
 
 
-def _scan(lines: list) -> _Scanned:
+def _scan(lines: list, *, qid: bool | None = True) -> _Scanned:
     """Split off each line's label and qid, and check its syntax with compiled patterns.
 
     The numbers are parsed afterwards in bulk; a line the patterns refuse
-    ends the scan, and :func:`_line_error` words it.
+    ends the scan, and :func:`_line_error` words it. ``qid=True`` requires
+    ``qid:<id>`` after every label; ``qid=None`` (with a group file) lets
+    the first document line decide: every line then has one, or none has.
     """
     label_text, qid_text, features, line_index = [], [], [], []
     syntax_error = None
     for index, line in enumerate(lines):
-        head = line.partition(b"#")[0].split(None, 2)
+        body = line.partition(b"#")[0]
+        head = body.split(None, 2)
         if not head:
             continue
-        qid = _QID_RE.fullmatch(head[1]) if len(head) > 1 else None
-        rest = head[2] if len(head) == 3 else b""
+        if qid is None:
+            qid = len(head) > 1 and head[1].startswith(b"qid:")
         label_ok = _NUMBER_RE.fullmatch(head[0]) is not None
-        if qid is None or not label_ok or _FEATURES_RE.fullmatch(rest) is None:
-            syntax_error = index
-            break
+        if qid:
+            match = _QID_RE.fullmatch(head[1]) if len(head) > 1 else None
+            rest = head[2] if len(head) == 3 else b""
+            if match is None or not label_ok or _FEATURES_RE.fullmatch(rest) is None:
+                syntax_error = index
+                break
+            qid_text.append(match[1])
+        else:  # no qid: the features follow the label (a 'qid:' fails the pattern)
+            rest = body.split(None, 1)[1] if len(head) > 1 else b""
+            if not label_ok or _FEATURES_RE.fullmatch(rest) is None:
+                syntax_error = index
+                break
         label_text.append(head[0])
-        qid_text.append(qid[1])
         features.append(rest)
         line_index.append(index)
     return _Scanned(
@@ -593,6 +712,7 @@ def _scan(lines: list) -> _Scanned:
         np.array([int(t) for t in qid_text], dtype=np.int64),
         features,
         syntax_error,
+        bool(qid),
     )
 
 
@@ -650,10 +770,122 @@ class _QueryLayout(NamedTuple):
         position = np.arange(len(qids)) - starts[query] if len(qids) else query
         return cls(starts, query, position, np.bincount(query, minlength=len(starts)))
 
+    @classmethod
+    def of_sizes(cls, sizes: np.ndarray, n_lines: int) -> _QueryLayout:
+        """The layout a group file gives the first ``n_lines`` document lines.
 
-def _cross_line_faults(scanned: _Scanned, layout: _QueryLayout, max_list_size: int | None):
-    """``(document line, message)`` for a query that comes back and one that is too long."""
+        Where the sizes add up to more than ``n_lines``, the queries are cut
+        there; where to fewer, the lines beyond them belong to no query (the
+        caller refuses both).
+        """
+        # Each size capped at n_lines + 1, so that the running sum cannot overflow
+        # and still passes n_lines at the same query.
+        ends = np.cumsum(np.minimum(sizes, n_lines + 1))
+        starts = ends - np.minimum(sizes, n_lines + 1)
+        kept = starts < n_lines
+        starts, ends = starts[kept], np.minimum(ends[kept], n_lines)
+        lengths = ends - starts
+        query = np.repeat(np.arange(len(starts)), lengths)
+        position = np.arange(len(query)) - starts[query]
+        return cls(starts, query, position, lengths)
+
+
+class _Groups(NamedTuple):
+    """A group file: the size of each query and the line it is on.
+
+    Attributes:
+      name: The file's name.
+      sizes: int64, the number of consecutive document lines of each query.
+      lines: int64, the 1-based line of the group file each size is on.
+      total: The sum of the sizes, as a Python int (it cannot overflow).
+    """
+
+    name: str
+    sizes: np.ndarray
+    lines: np.ndarray
+    total: int
+
+
+_GROUP_SIZE_RE = re.compile(rb"\d{1,18}", re.ASCII)
+
+
+def _read_groups(path: str | os.PathLike) -> _Groups:
+    """Read a LightGBM/XGBoost group file: one positive integer a line, blank lines skipped."""
+    name = os.fspath(path)
+    sizes, numbers = [], []
+    for index, line in enumerate(_files.read_bytes(path).split(b"\n")):
+        text = line.strip()  # ASCII whitespace, the carriage return of CRLF included
+        if not text:
+            continue
+        if _GROUP_SIZE_RE.fullmatch(text) is None or int(text) == 0:
+            raise ValueError(
+                f"{name}:{index + 1}: expected the number of lines of one query, a positive "
+                f"integer, got {_show(text)}"
+            )
+        sizes.append(int(text))
+        numbers.append(index + 1)
+    if not sizes:
+        raise ValueError(
+            f"{name}: the group file holds no query sizes (expected one positive integer a "
+            "line: the number of consecutive lines of each query)"
+        )
+    return _Groups(
+        name, np.array(sizes, dtype=np.int64), np.array(numbers, dtype=np.int64), sum(sizes)
+    )
+
+
+def _group_faults(scanned: _Scanned, layout: _QueryLayout, groups: _Groups):
+    """``(document line, message)`` where a line's qid disagrees with the group file."""
+    qids, starts = scanned.qids, layout.starts
+    change = np.zeros(len(qids), dtype=bool)
+    change[1:] = qids[1:] != qids[:-1]
+    new_group = np.zeros(len(qids), dtype=bool)
+    new_group[starts[1:]] = True
+    disagree = np.flatnonzero(change != new_group)
+    if not len(disagree):
+        return []
+    at = int(disagree[0])
+    query = int(layout.query[at])
+    where = f"{groups.name}:{groups.lines[query]}"
+    if change[at]:
+        message = (
+            f"query id {qids[at]} follows {qids[at - 1]} within one query of the group file "
+            f"({where}: {groups.sizes[query]} lines)"
+        )
+    else:
+        message = f"query {qids[at]} goes on, but the group file starts a new query here ({where})"
+    return [(at, message + "; with group=, the lines' query ids must agree with it")]
+
+
+def _cross_line_faults(
+    scanned: _Scanned,
+    layout: _QueryLayout,
+    max_list_size: int | None,
+    groups: _Groups | None = None,
+):
+    """``(document line, message)`` for a query that comes back and one that is too long.
+
+    With a group file, a query id that disagrees with it, and no query id at all if
+    the lines carry none.
+    """
     qids, starts, faults = scanned.qids, layout.starts, []
+    if groups is not None:
+        # Without query ids, or with ids that disagree with the group file, the
+        # queries are the group file's, and a fault is worded by its lines.
+        faults = _group_faults(scanned, layout, groups) if scanned.has_qids else []
+        if not scanned.has_qids or faults:
+            if max_list_size is not None and np.any(layout.position >= max_list_size):
+                over = int(np.argmax(layout.position >= max_list_size))
+                query = int(layout.query[over])
+                faults.append(
+                    (
+                        over,
+                        f"the query of {groups.name}:{groups.lines[query]} "
+                        f"({groups.sizes[query]} lines) has more than "
+                        f"max_list_size={max_list_size} documents",
+                    )
+                )
+            return faults
     _, first_start = np.unique(qids[starts], return_index=True)
     back = np.ones(len(starts), dtype=bool)
     back[first_start] = False
