@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from lodestar._rank_sums import RankSum
     from lodestar.metrics._kernel import Formula
 
 REQUIRED = object()
@@ -136,6 +137,11 @@ class Measure:
       tie_extremes: Whether ranking tied items relevant-first (last) gives
         its largest (smallest) value over every tie order, so that
         :func:`lodestar.metrics.tie_range` is its exact range.
+      rank_sum_path: Its declaration as a sum over items of a utility of
+        each item's rank (:class:`lodestar._rank_sums.RankSum`), likewise
+        under :mod:`lodestar.metrics`, or None if it is not one;
+        :attr:`rank_sum` imports it. :mod:`lodestar.smooth` evaluates it on
+        soft ranks.
     """
 
     key: str
@@ -153,6 +159,7 @@ class Measure:
     integer: bool = False
     oracle: str = ""
     tie_extremes: bool = True
+    rank_sum_path: str | None = None
 
     @functools.cached_property
     def function(self) -> Callable:
@@ -163,6 +170,11 @@ class Measure:
     def formula(self) -> Formula:
         """The formula the command line evaluates."""
         return _resolve(self.formula_path)
+
+    @functools.cached_property
+    def rank_sum(self) -> RankSum | None:
+        """Its declaration as a rank sum, or None."""
+        return None if self.rank_sum_path is None else _resolve(self.rank_sum_path)
 
     @property
     def required_options(self) -> dict[str, Any]:
@@ -201,6 +213,7 @@ MEASURES: Mapping[str, Measure] = {
             options=(Option("gain", "linear", "exp2"), Option("log_base", 2.0, 3.0)),
             nonnegative_labels=False,
             oracle="dcg_of_order",
+            rank_sum_path="_dcg.DCG_SUM",
         ),
         Measure(
             "mrr",
@@ -227,6 +240,7 @@ MEASURES: Mapping[str, Measure] = {
             ),
             context=("num_relevant",),
             oracle="ap_of_order",
+            rank_sum_path="_average_precision.AVERAGE_PRECISION_SUM",
         ),
         Measure(
             "P",
@@ -240,6 +254,7 @@ MEASURES: Mapping[str, Measure] = {
                 TrecFamily("P_avgjg", "k", TREC_CUTOFFS, judgment_groups=True),
             ),
             oracle="precision_of_order",
+            rank_sum_path="_precision.PRECISION_SUM",
         ),
         Measure(
             "recall",
@@ -250,6 +265,7 @@ MEASURES: Mapping[str, Measure] = {
             trec=(TrecFamily("recall", "k", TREC_CUTOFFS),),
             context=("num_relevant",),
             oracle="recall_of_order",
+            rank_sum_path="_precision.RECALL_SUM",
         ),
         Measure(
             "hits",
@@ -268,6 +284,7 @@ MEASURES: Mapping[str, Measure] = {
             "expected reciprocal rank of Chapelle et al.",
             options=(Option("max_label", REQUIRED, 3.0),),
             oracle="err_of_order",
+            rank_sum_path="_err.ERR_SUM",
         ),
         # --- counts, set measures, R-precision, utility, unj, RBP, gm_map (decision 0015) ---
         # The counts print as integers (trec_eval's %ld) and their all line is a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _ranking
+from lodestar import _docs, _rank_sums, _ranking
 from lodestar.metrics import _kernel
 
 
@@ -31,6 +31,23 @@ def _average_precision(lists: _kernel.Lists, k):
 
 
 AVERAGE_PRECISION = _kernel.Formula("average_precision", _average_precision)
+
+
+def _precision_at_own_rank(items: _rank_sums.Items, view: _rank_sums.RankView):
+    # For a relevant item, its rank among the relevant items is 1 + the
+    # relevant items above it: precision at its rank is that over its rank.
+    relevant = items.relevant()
+    return jnp.where(relevant, view.among(relevant) / view.rank, 0)
+
+
+def _relevant_total(items: _rank_sums.Items):
+    return items.relevant_total()
+
+
+# AP as a rank sum: u_i = [relevant i] (1 + relevant items above i) / r_i, over R.
+AVERAGE_PRECISION_SUM = _rank_sums.RankSum(
+    "average_precision", _precision_at_own_rank, _relevant_total
+)
 
 
 @_docs.shared

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _ranking, _validation
+from lodestar import _docs, _gains, _rank_sums, _ranking, _validation
 from lodestar.metrics import _kernel
 
 
@@ -103,6 +103,15 @@ NDCG = _kernel.Formula(
     # A judged pool is cut at the requested k, or not at all (decision 0017).
     with_cutoff=lambda k: {"cut_ideal": k is not None, "ideal_k": 0 if k is None else k},
 )
+
+
+def _discounted_gain(items: _rank_sums.Items, view: _rank_sums.RankView):
+    gains = _gains.apply_gain(items.options["gain"], items.labels)
+    return gains * _gains.discount_at(view.rank, items.options["log_base"])
+
+
+# DCG as a rank sum: u_i = gain_i / log_b(r_i + 1).
+DCG_SUM = _rank_sums.RankSum("dcg", _discounted_gain)
 
 
 @_docs.shared

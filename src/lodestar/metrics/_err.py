@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _docs, _rank_sums, _validation
 from lodestar.metrics import _kernel
 
 
@@ -80,14 +80,23 @@ def _expected_cascade(stop, ranking, k, *, length, dtype):
     return jnp.sum(weight * stops_at, axis=-1)
 
 
+def stop_probability(grades, max_label):
+    """Chapelle et al.'s stop probability ``(2^g - 1) / 2^max_label`` of each grade.
+
+    Computed as ``2^(g - max) - 2^-max``: no overflow for any ``max_label``.
+    Shared by the exact ERR and its declaration as a rank sum.
+    """
+    ceiling = jnp.asarray(max_label, grades.dtype)
+    return jnp.exp2(grades - ceiling) - jnp.exp2(-ceiling)
+
+
 def _err(lists: _kernel.Lists, k, *, max_label):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
     grades = lists.labels.astype(dtype)
     ceiling = jnp.asarray(max_label, dtype)
-    # (2^g - 1) / 2^max as 2^(g - max) - 2^-max: no overflow for any max_label.
-    stop = jnp.exp2(grades - ceiling) - jnp.exp2(-ceiling)
+    stop = stop_probability(grades, ceiling)
     k_static = lists.ranking.k
     length = lists.n if k_static is None else min(k_static, lists.n)
     value = _expected_cascade(stop, lists.ranking, k, length=length, dtype=dtype)
@@ -96,6 +105,24 @@ def _err(lists: _kernel.Lists, k, *, max_label):
 
 
 ERR = _kernel.Formula("err", _err, uses_order=True)
+
+
+def _err_utility(items: _rank_sums.Items, view: _rank_sums.RankView):
+    # R_i / r_i times the chance of reaching item i, prod (1 - R_j) over the
+    # items above, as exp of a sum of logs over them. The log is floored so
+    # that a stop probability of 1 (2^-max_label below the smallest normal
+    # number) stays finite; a refused grade gives NaN through `refused`.
+    stop = jnp.clip(stop_probability(items.labels, items.options["max_label"]), 0, 1)
+    go_on = jnp.maximum(jnp.log1p(-stop), jnp.log(jnp.finfo(items.dtype).tiny))
+    return stop * jnp.exp(view.above(go_on)) / view.rank
+
+
+def _err_refused(items: _rank_sums.Items):
+    return jnp.any(items.valid & (items.labels > items.options["max_label"]), axis=-1)
+
+
+# ERR as a rank sum: u_i = R_i / r_i * prod over the items j above i of (1 - R_j).
+ERR_SUM = _rank_sums.RankSum("err", _err_utility, refused=_err_refused)
 
 
 @_docs.shared

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs
+from lodestar import _docs, _rank_sums
 from lodestar.metrics import _kernel
 
 
@@ -53,6 +53,26 @@ PRECISION = _kernel.Formula(
     with_cutoff=requested_cutoff,
 )
 RECALL = _kernel.Formula("recall", _recall)
+
+
+def _relevant(items: _rank_sums.Items, view: _rank_sums.RankView):
+    return items.relevant().astype(items.dtype)
+
+
+def _slots(items: _rank_sums.Items):
+    # As slots(): the requested k, past a short list's end too; else the real items.
+    if items.cutoff is None:
+        return jnp.sum(items.valid, axis=-1).astype(items.dtype)
+    return jnp.asarray(items.cutoff, items.dtype)
+
+
+def _relevant_total(items: _rank_sums.Items):
+    return items.relevant_total()
+
+
+# Precision and recall as rank sums: u_i = [relevant i], over k or over R.
+PRECISION_SUM = _rank_sums.RankSum("precision", _relevant, _slots)
+RECALL_SUM = _rank_sums.RankSum("recall", _relevant, _relevant_total)
 
 
 @_docs.shared
