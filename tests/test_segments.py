@@ -74,6 +74,19 @@ SMOOTH = {
     )
     for method in smooth.METHODS
 }
+# The measures declared as rank sums share one kernel: two methods suffice.
+SMOOTH.update(
+    {
+        f"{name}_{method}": (fn, {"method": method, "temperature": 0.5, **extra})
+        for name, fn, extra in (
+            ("precision", smooth.precision, {"k": 2}),
+            ("recall", smooth.recall, {"k": 2}),
+            ("average_precision", smooth.average_precision, {"k": 3}),
+            ("err", smooth.err, {"max_label": 3.0}),
+        )
+        for method in ("sigmoid", "permutahedron")
+    }
+)
 RANKS = {f"ranks_{method}": (smooth.ranks, {"method": method}) for method in smooth.METHODS}
 LOSSES = {
     "softmax_loss": (losses.softmax_loss, {}),
