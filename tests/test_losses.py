@@ -35,8 +35,15 @@ LOSSES = {
     "lambda_loss": losses.lambda_loss,
     "approx_ndcg_loss": losses.approx_ndcg_loss,
     "neural_ndcg_loss": losses.neural_ndcg_loss,
+    "poly1_softmax_loss": losses.poly1_softmax_loss,
+    "pointwise_mse_loss": losses.pointwise_mse_loss,
+    "pointwise_sigmoid_loss": losses.pointwise_sigmoid_loss,
+    "pairwise_hinge_loss": losses.pairwise_hinge_loss,
+    "pairwise_soft_zero_one_loss": losses.pairwise_soft_zero_one_loss,
 }
 NAMES = list(LOSSES)
+# Pointwise losses score each item against its label, not the list's order.
+POINTWISE = (losses.pointwise_mse_loss, losses.pointwise_sigmoid_loss)
 
 
 # The default tier runs the per-loss tests on a listwise loss and a pairwise
@@ -113,8 +120,12 @@ def test_weights(loss):
 def test_weights_validation(loss):
     scores, labels = _graded(3)
     name = loss.__name__
-    with pytest.raises(ValueError, match="per-list weights of shape"):
-        loss(scores, labels, weights=jnp.ones((3, 5)))
+    with pytest.raises(ValueError) as info:
+        loss(scores, labels, weights=jnp.ones((2, 5)))
+    assert str(info.value) == (
+        f"{name} expects per-list weights of shape (3,) (the scores' shape without its "
+        "last axis) or per-item weights of shape (3, 5); got weights (2, 5)."
+    )
     with pytest.raises(ValueError, match="negative weights"):
         loss(scores, labels, weights=jnp.array([1.0, -1.0, 1.0]))
     with pytest.raises(ValueError, match="Input weights contains NaN"):
@@ -231,6 +242,8 @@ def test_finite_values_and_gradients(loss, case):
     assert grad.dtype == scores.dtype
     assert np.all(np.isfinite(np.asarray(grad, np.float32)))
     ndcg_based = loss in (losses.approx_ndcg_loss, losses.neural_ndcg_loss)
+    if loss in POINTWISE:  # each item has its own target, whatever the list
+        return
     if case == "one_item":  # one item: perfectly ranked, nothing to learn
         assert float(value) == (-1.0 if ndcg_based else 0.0)
         np.testing.assert_array_equal(grad, 0)
@@ -273,6 +286,8 @@ def test_permutation_invariance(loss):
 
 
 def test_better_ranking_has_lower_loss(loss):
+    if loss in POINTWISE:
+        pytest.skip("a pointwise loss scores each item against its label, not the order")
     labels = jnp.array([3.0, 2.0, 1.0, 0.0, 0.0], F64)
     perfect = jnp.array([2.0, 1.0, 0.0, -1.0, -2.0], F64)
     reversed_ = perfect[::-1]
@@ -532,7 +547,14 @@ REFUSED_UNDER_JIT = {
     "inf_score": lambda s, y: (s.at[0, 2].set(-jnp.inf), y),
     "negative_label": lambda s, y: (s, y.at[0, 1].set(-1.0)),
 }
-NEGATIVE_LABELS_ACCEPTED = {"listmle_loss", "pairwise_logistic_loss"}
+NEGATIVE_LABELS_ACCEPTED = {
+    "listmle_loss",
+    "pairwise_logistic_loss",
+    "pairwise_hinge_loss",
+    "pairwise_soft_zero_one_loss",
+    "pointwise_mse_loss",
+    "pointwise_sigmoid_loss",
+}
 
 
 # tests/test_nonfinite.py sweeps every corruption too; here, per loss, the gradient.

@@ -88,6 +88,7 @@ TWO_COUNTS = jnp.ones((2,))
 REFUSED = {
     "beta": (-1.0, "'beta' parameter"),
     "coefficients": ("x", "'coefficients' parameter"),
+    "epsilon": (-2.0, "'epsilon' parameter"),
     "gain": ("cubic", "'gain' parameter"),
     "ideal_labels": (jnp.ones((1, 2, 3)), "expects ideal_labels of shape"),
     "ideal_where": (SHORT_MASK, "got ideal_where without ideal_labels"),
@@ -96,6 +97,7 @@ REFUSED = {
     "k": (0, "'k' parameter"),
     "key": ("not a key", "'key' parameter"),
     "log_base": (-1.0, "'log_base' parameter"),
+    "margin": (-1.0, "'margin' parameter"),
     "max_label": (-1.0, "'max_label' parameter"),
     "max_segment_size": (0, "'max_segment_size' parameter"),
     "max_segments": (0, "'max_segments' parameter"),

@@ -120,7 +120,8 @@ ARGS = {
     # The losses: how a batch of lists is masked, weighted, reduced and packed.
     "loss_batch": (
         _WHERE + "\n"
-        "weights: ``(...)`` per-list weights (see the module docstring).\n"
+        "weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights\n"
+        "as in Rax (see the module docstring).\n"
         'reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or\n'
         '``"none"``.\n'
         "segments: ``(..., n)`` integer ids of the lists packed into each row;\n"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from lodestar import _ranking, _validation
 
@@ -269,3 +270,19 @@ class GainTable:
 
     def __repr__(self) -> str:
         return f"GainTable({dict(zip(self.levels, self.gains, strict=True))!r})"
+
+
+def shares(gains: jax.Array, ideal: jax.Array) -> jax.Array:
+    """Each gain over its list's ideal DCG, ``(..., n)``; 0 for a list whose ideal is 0.
+
+    The smooth NDCG and the rank-aware losses divide the gains before any sum,
+    so that the gain of a label near the exp2 limit (2^127 in float32) never
+    meets a cotangent of ``1 / ideal``, below the smallest normal number. XLA
+    rewrites a division by a broadcast into a multiplication by the
+    reciprocal, which flushes that same ``1 / ideal`` to 0 and every share
+    with it; the barrier keeps the divisor a full array, so the division is
+    done as written.
+    """
+    nonzero = ideal > 0
+    divisor = jnp.broadcast_to(jnp.where(nonzero, ideal, 1)[..., None], gains.shape)
+    return jnp.where(nonzero[..., None], gains / lax.optimization_barrier(divisor), 0)

@@ -27,7 +27,7 @@ def prepare(
     max_segments=None,
     max_segment_size=None,
     gain=None,
-    temperature: float | None = None,
+    temperature: float | jax.Array | None = None,
 ) -> _segments.Lists:
     """Validate ``(scores, labels, where)`` and lay packed lists out for a kernel.
 
@@ -44,8 +44,9 @@ def prepare(
         whose gains overflow the compute dtype is refused (checked on each
         list once laid out, after the other value checks).
       temperature: The smooth functions' temperature, if any, already checked
-        as a positive float: one below the smallest normal number of the
-        compute dtype is refused, under ``jit`` too.
+        by :func:`lodestar._validation.check_temperature_option`: a concrete
+        one below the smallest normal number of the compute dtype is
+        refused, under ``jit`` too (a traced one was guarded there).
 
     Returns:
       The :class:`lodestar._segments.Lists` to hand a kernel.
@@ -106,7 +107,17 @@ def floating(scores: jax.Array, labels: jax.Array, valid: jax.Array):
     return s, y, dtype
 
 
-def nan_rule(value, scores, labels, where, s, *, nonnegative_labels: bool = False, gain=None):
+def nan_rule(
+    value,
+    scores,
+    labels,
+    where,
+    s,
+    *,
+    nonnegative_labels: bool = False,
+    gain=None,
+    options=(),
+):
     """``value``, NaN with a NaN gradient for each list holding a value the checks refuse.
 
     The rule of the differentiated functions, :mod:`lodestar.smooth` and
@@ -116,7 +127,10 @@ def nan_rule(value, scores, labels, where, s, *, nonnegative_labels: bool = Fals
     exact metrics, an infinite score gives NaN too: a soft rank or a loss is a
     function of the score values, not only of their order. ``value`` holds one
     value per list or one per item; ``s`` the floating scores it was computed
-    from.
+    from. ``options`` are the traced float options (a temperature, a margin):
+    one that :func:`lodestar._validation.check_traceable_float` turned NaN,
+    being out of its range, turns every list NaN, gradient included, even
+    where the arithmetic would hide it (a hinge's zero slope).
     """
     bad = _validation.invalid_lists(
         scores,
@@ -126,28 +140,40 @@ def nan_rule(value, scores, labels, where, s, *, nonnegative_labels: bool = Fals
         finite_scores=True,
         overflow=gain_overflows(gain, scores, labels, where),
     )
+    for option in options:
+        option = jnp.asarray(option)
+        if jnp.issubdtype(option.dtype, jnp.floating):
+            bad = bad | jnp.isnan(option)
     return _validation.nan_with_nan_gradient(value, bad, s, valid(scores, where))
 
 
-def check_weights(weights, batch_shape, *, caller: str):
-    """``weights`` as an array of shape ``batch_shape`` (one per list), or None.
+def check_weights(weights, batch_shape, *, caller: str, item_shape=None):
+    """``weights`` as ``(per_list, per_item)`` arrays, one of them None (both without weights).
+
+    ``batch_shape`` is the shape of one weight per list; ``item_shape``, when
+    given, the shape of one weight per item (the scores' shape). The two never
+    coincide without packed lists (they differ in rank); with packed lists
+    they coincide when a row holds as many lists as items, and then the
+    weights are per item, as in Rax.
 
     Raises:
       ValueError: ``weights`` is not real-valued, has another shape, or on
         concrete arrays holds NaN, infinity or a negative value.
     """
     if weights is None:
-        return None
+        return None, None
     dtype = getattr(weights, "dtype", None)
     if dtype is None:
         dtype = np.asarray(weights).dtype
     if not jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.complexfloating):
         raise ValueError(f"{caller} expects real-valued numeric weights; got dtype {dtype}.")
     weights = jnp.asarray(weights)
-    if weights.shape != tuple(batch_shape):
+    per_item = item_shape is not None and weights.shape == tuple(item_shape)
+    if not per_item and weights.shape != tuple(batch_shape):
+        items = "" if item_shape is None else f" or per-item weights of shape {tuple(item_shape)}"
         raise ValueError(
             f"{caller} expects per-list weights of shape {tuple(batch_shape)} (the scores' "
-            f"shape without its last axis); got weights {weights.shape}."
+            f"shape without its last axis){items}; got weights {weights.shape}."
         )
     if _validation.is_concrete(weights):
         values = np.asarray(weights, dtype=np.float64)
@@ -159,4 +185,4 @@ def check_weights(weights, batch_shape, *, caller: str):
             )
         if np.any(values < 0):
             raise ValueError(f"{caller} should not be used with negative weights.")
-    return weights
+    return (None, weights) if per_item else (weights, None)

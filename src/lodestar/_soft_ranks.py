@@ -6,11 +6,11 @@ Each method maps scores ``s`` and a mask of real items to soft 1-based ranks
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+from lodestar import _gains, _pairs
 
 METHODS = ("sigmoid", "neuralsort", "softsort", "permutahedron")
 
@@ -38,97 +38,15 @@ def count(valid):
 
 
 def _sigmoid_ranks(s, valid, temperature):
-    n = s.shape[-1]
-    if n >= _BLOCKED_MIN_N:
-        return _blocked_sigmoid_ranks(s, valid, temperature)
-    # pair[..., i, j] compares item j with item i.
-    pair = valid[..., None, :] & valid[..., :, None] & ~jnp.eye(n, dtype=bool)
-    above = jax.nn.sigmoid((s[..., None, :] - s[..., :, None]) / temperature)
-    return 1 + jnp.sum(jnp.where(pair, above, 0), axis=-1)
+    # r_i = 1 + sum_j sigma((s_j - s_i) / T) over the other real items, summed
+    # in column blocks (lodestar._pairs): O(n) memory per list, value and
+    # gradient alike, and jvp works at every n.
+    def above(rows, columns, distinct):
+        (s_i, valid_i), (s_j, valid_j) = rows, columns
+        pair = distinct & valid_i & valid_j
+        return jnp.where(pair, jax.nn.sigmoid((s_j - s_i) / temperature), 0)
 
-
-# From this length on the sigmoid ranks never materialise the (..., n, n)
-# pairs: value and gradient run over blocks of _BLOCK columns, so memory is
-# O(n * _BLOCK) per list instead of O(n^2) (and O(n^2) again for autodiff's
-# residuals).
-_BLOCKED_MIN_N = 512
-_BLOCK = 128
-
-
-def _column_blocks(s, valid, body, init):
-    """Fold ``body(carry, start, s_block, valid_block)`` over column blocks of ``_BLOCK``."""
-    n = s.shape[-1]
-    padded = -(-n // _BLOCK) * _BLOCK
-    widths = [(0, 0)] * (s.ndim - 1) + [(0, padded - n)]
-    s_cols = jnp.pad(s, widths)
-    valid_cols = jnp.pad(valid, widths)  # padding columns are never valid
-
-    def step(block, carry):
-        start = block * _BLOCK
-        take = functools.partial(
-            lax.dynamic_slice_in_dim, start_index=start, slice_size=_BLOCK, axis=-1
-        )
-        return body(carry, start, take(s_cols), take(valid_cols))
-
-    return lax.fori_loop(0, padded // _BLOCK, step, init)
-
-
-def _block_pairs(s, valid, start, s_block, valid_block, temperature):
-    """``x[..., i, c] = (s_block[c] - s[i]) / T`` and which pairs count."""
-    n = s.shape[-1]
-    column = start + jnp.arange(_BLOCK)
-    pair = valid_block[..., None, :] & valid[..., :, None] & (column != jnp.arange(n)[:, None])
-    return (s_block[..., None, :] - s[..., :, None]) / temperature, pair
-
-
-@jax.custom_vjp
-def _blocked_sigmoid_ranks(s, valid, temperature):
-    def add_block(total, start, s_block, valid_block):
-        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
-        return total + jnp.sum(jnp.where(pair, jax.nn.sigmoid(x), 0), axis=-1)
-
-    return 1 + _column_blocks(s, valid, add_block, jnp.zeros_like(s))
-
-
-def _blocked_sigmoid_ranks_fwd(s, valid, temperature):
-    return _blocked_sigmoid_ranks(s, valid, temperature), (s, valid, temperature)
-
-
-def _blocked_sigmoid_ranks_bwd(residuals, g):
-    # With d[i, j] = sigma'(x_ij) / T over counted pairs, x_ij = (s_j - s_i) / T:
-    # dr_i/ds_j = d[i, j] and dr_i/ds_i = -sum_j d[i, j], so
-    # ds = d^T g - g * (d 1), and dr_i/dT = -sum_j d[i, j] x_ij.
-    s, valid, temperature = residuals
-
-    def add_block(carry, start, s_block, valid_block):
-        to_columns, row_sums, d_temperature = carry
-        x, pair = _block_pairs(s, valid, start, s_block, valid_block, temperature)
-        sig = jax.nn.sigmoid(x)
-        d = jnp.where(pair, sig * (1 - sig), 0) / temperature
-        column_part = jnp.sum(g[..., :, None] * d, axis=-2)
-        to_columns = lax.dynamic_update_slice_in_dim(
-            to_columns,
-            lax.dynamic_slice_in_dim(to_columns, start, _BLOCK, axis=-1) + column_part,
-            start,
-            axis=-1,
-        )
-        row_sums = row_sums + jnp.sum(d, axis=-1)
-        d_temperature = d_temperature - jnp.sum(g[..., :, None] * d * x)
-        return to_columns, row_sums, d_temperature
-
-    n = s.shape[-1]
-    padded = -(-n // _BLOCK) * _BLOCK
-    init = (
-        jnp.zeros(s.shape[:-1] + (padded,), s.dtype) + jnp.zeros_like(s[..., :1]),
-        jnp.zeros_like(s),
-        jnp.zeros((), s.dtype),
-    )
-    to_columns, row_sums, d_temperature = _column_blocks(s, valid, add_block, init)
-    ds = to_columns[..., :n] - g * row_sums
-    return ds, None, d_temperature.astype(temperature.dtype)
-
-
-_blocked_sigmoid_ranks.defvjp(_blocked_sigmoid_ranks_fwd, _blocked_sigmoid_ranks_bwd)
+    return 1 + _pairs.pair_sum(above, (s, valid), over="columns")
 
 
 def _expected_positions(logits, valid, temperature):
@@ -150,6 +68,11 @@ def _expected_positions(logits, valid, temperature):
     return jnp.sum(share * position[:, None], axis=-2)
 
 
+def _distance(rows, columns, distinct):
+    (s_i, valid_i), (s_j, valid_j) = rows, columns
+    return jnp.where(distinct & valid_i & valid_j, jnp.abs(s_i - s_j), 0)
+
+
 def neuralsort_logits(s, valid):
     """NeuralSort's logits ``[..., p, i]`` for item ``i`` at position ``p + 1``.
 
@@ -159,8 +82,7 @@ def neuralsort_logits(s, valid):
     """
     n = s.shape[-1]
     m = count(valid)[..., None].astype(s.dtype)
-    pair = valid[..., None, :] & valid[..., :, None]
-    spread = jnp.sum(jnp.where(pair, jnp.abs(s[..., :, None] - s[..., None, :]), 0), axis=-1)
+    spread = _pairs.pair_sum(_distance, (s, valid), over="columns")
     position = jnp.arange(1, n + 1, dtype=s.dtype)
     scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
     return scale * s[..., None, :] - spread[..., None, :]
@@ -270,7 +192,7 @@ def _project_forward(u, valid, temperature):
     return out, (order, block_id, size, used, offset, temperature)
 
 
-@jax.custom_vjp
+@jax.custom_jvp
 def _project_permutahedron(u, valid, temperature):
     r"""Euclidean projection of the real entries of ``u / temperature`` onto the permutahedron.
 
@@ -280,25 +202,25 @@ def _project_permutahedron(u, valid, temperature):
     return _project_forward(u, valid, temperature)[0]
 
 
-def _project_fwd(u, valid, temperature):
-    return _project_forward(u, valid, temperature)
-
-
-def _project_bwd(residuals, g):
+@_project_permutahedron.defjvp
+def _project_jvp(primals, tangents):
     # The Jacobian in z = u / T is I minus block-wise averaging (Blondel et
     # al. 2020, Prop. 4); in u it is that over T, and in T minus the offsets
-    # (u - mean u) / T over T.
-    order, block_id, size, used, offset, temperature = residuals
-    n = g.shape[0]
-    g_sorted = jnp.where(used, g[order], 0)
-    block_sum = jax.ops.segment_sum(g_sorted, block_id, num_segments=n)
-    grad_sorted = jnp.where(used, g_sorted - block_sum[block_id] / size, 0)
-    grad_u = jnp.zeros_like(g).at[order].set(grad_sorted / temperature)
-    grad_temperature = -jnp.sum(grad_sorted * offset) / temperature
-    return grad_u, None, grad_temperature.astype(temperature.dtype)
-
-
-_project_permutahedron.defvjp(_project_fwd, _project_bwd)
+    # (u - mean u) / T over T. The tangent is linear in (du, dT), built of
+    # gathers, a segment sum and a scatter, so JAX transposes it for
+    # reverse mode: one rule serves grad, jvp, jacfwd and Hessian-vector
+    # products.
+    u, valid, temperature = primals
+    du, _, d_temperature = tangents
+    out, (order, block_id, size, used, offset, temperature) = _project_forward(
+        u, valid, temperature
+    )
+    n = u.shape[0]
+    du_sorted = jnp.where(used, du[order], 0)
+    block_sum = jax.ops.segment_sum(du_sorted, block_id, num_segments=n)
+    d_sorted = (du_sorted - block_sum[block_id] / size - offset * d_temperature) / temperature
+    d_out = jnp.zeros_like(du).at[order].set(jnp.where(used, d_sorted, 0), unique_indices=True)
+    return out, d_out
 
 
 def _permutahedron_ranks(s, valid, temperature):
@@ -344,3 +266,16 @@ def top_k_weight(s, valid, temperature, k, *, cut):
     threshold = jnp.where(cuts, (kth + after) / 2, 0)
     weight = jax.nn.sigmoid((s - threshold[..., None]) / temperature)
     return jnp.where(cuts[..., None], weight, 1)
+
+
+def soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
+    """Smooth DCG@k of each list: the gains over the discounts of the soft ranks.
+
+    Shared by :func:`lodestar.smooth.dcg`, :func:`lodestar.smooth.ndcg` and
+    :func:`lodestar.losses.approx_ndcg_loss`; see :func:`top_k_weight` for
+    ``k`` and ``cut``.
+    """
+    # Padding has soft rank 0 and an infinite discount there: evaluate it at 1.
+    r = jnp.where(valid, soft_ranks(s, valid, temperature, method), 1)
+    weight = _gains.discount_at(r, log_base) * top_k_weight(s, valid, temperature, k, cut=cut)
+    return jnp.sum(jnp.where(valid, gains * weight, 0), axis=-1)

@@ -188,10 +188,11 @@ def check_log_base(log_base, *, caller: str) -> float:
     return value
 
 
-def check_temperature(temperature: float, dtype, *, caller: str) -> None:
+def check_temperature(temperature: float | jax.Array, dtype, *, caller: str) -> None:
     """Refuse a temperature below the smallest normal number of the compute ``dtype``.
 
-    ``temperature`` has passed :func:`check_positive_float`. XLA flushes
+    ``temperature`` has passed :func:`check_temperature_option`; a traced one
+    was guarded there and is not checked here. XLA flushes
     subnormal numbers to zero, so a temperature below ``finfo(dtype).tiny``
     (1.2e-38 in float32, 2.2e-308 in float64) would divide by zero and give
     NaN soft ranks. That small a temperature is the hard-rank limit, which the
@@ -201,6 +202,8 @@ def check_temperature(temperature: float, dtype, *, caller: str) -> None:
       InvalidParameterError: ``temperature`` is below ``finfo(dtype).tiny``.
     """
     info = np.finfo(dtype)
+    if isinstance(temperature, jax.core.Tracer):
+        return
     if temperature < float(info.tiny):
         raise InvalidParameterError(
             f"The 'temperature' parameter of {caller} must be a float in the range "
@@ -227,6 +230,82 @@ def check_positive_float(value, *, name: str, caller: str) -> float:
             f"(0.0, inf). Got {value!r} instead."
         )
     return float(value)
+
+
+def check_traceable_float(
+    value, *, name: str, caller: str, low: float = 0.0, closed: bool = False
+) -> float | jax.Array:
+    """A float option of a differentiated function, which may be traced.
+
+    A training step anneals a temperature or a margin inside ``jit``, so these
+    options may be tracers. What is static is still checked under ``jit``: a
+    traced value must be a real scalar. A concrete value (a Python number or a
+    concrete array) is checked eagerly and returned as a float, as
+    :func:`check_positive_float` does. A traced value cannot be refused, so it
+    is returned with NaN in place of a value outside the range, which turns
+    every result computed from it into NaN (decision 0003): NaN, never a
+    plausible number.
+
+    Args:
+      value: The option.
+      name: Its keyword, for the message.
+      caller: The public function's name, for the message.
+      low: The lower end of the range; the upper end is inf, excluded.
+      closed: Whether ``low`` itself is accepted: ``[low, inf)``, else
+        ``(low, inf)``.
+
+    Raises:
+      InvalidParameterError: a concrete value outside the range, NaN, a bool
+        or not a number; a traced value that is not a real scalar.
+    """
+    bracket = "[" if closed else "("
+    message = (
+        f"The '{name}' parameter of {caller} must be a float in the range "
+        f"{bracket}{float(low)}, inf)."
+    )
+    if isinstance(value, jax.core.Tracer):
+        dtype = value.dtype
+        real = jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)
+        if value.shape != () or not real:
+            raise InvalidParameterError(
+                f"{message} Got a traced array of dtype {dtype} and shape {value.shape} "
+                f"instead: a traced option must be a real scalar."
+            )
+        value = value.astype(_floating_dtype(dtype))
+        inside = (value >= low) if closed else (value > low)
+        return jnp.where(inside & (value < jnp.inf), value, jnp.nan)
+    if isinstance(value, jax.Array | np.ndarray | np.generic) and not isinstance(value, np.bool_):
+        if value.shape == () and value.dtype != bool:
+            value = value.item()
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (low <= float(value) if closed else low < float(value))
+        or not float(value) < math.inf
+    ):
+        raise InvalidParameterError(f"{message} Got {value!r} instead.")
+    return float(value)
+
+
+def check_temperature_option(value, *, caller: str) -> float | jax.Array:
+    """``temperature`` of a smooth function or a loss: in (0, inf), possibly traced.
+
+    :func:`check_traceable_float`, and a traced temperature below the
+    smallest normal number of its dtype is NaN too, as a concrete one is
+    refused by :func:`check_temperature` (XLA flushes it to zero).
+    """
+    value = check_traceable_float(value, name="temperature", caller=caller)
+    if isinstance(value, jax.core.Tracer):
+        tiny = float(np.finfo(value.dtype).tiny)
+        value = jnp.where(value >= tiny, value, jnp.nan)
+    return value
+
+
+def _floating_dtype(dtype):
+    """``dtype`` if floating, else JAX's default float (a traced integer option)."""
+    if jnp.issubdtype(dtype, jnp.floating):
+        return dtype
+    return jnp.result_type(float)
 
 
 def check_option(value, *, name: str, options: tuple[str, ...], caller: str) -> str:

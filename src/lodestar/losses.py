@@ -24,10 +24,18 @@ and the real-item gradients of the unpadded list, and padding gets a zero
 gradient. A list with no real item has a loss of 0 (never NaN) and a zero
 gradient.
 
-**Weights.** ``weights`` are **per-list** weights of shape ``(...)`` (the
-batch shape, ``()`` for a single list): each list's loss is multiplied by its
-weight before the reduction. Per-item weights are not accepted. Weights must be
-finite and non-negative (checked on concrete arrays).
+**Weights.** ``weights`` of shape ``(...)`` (the batch shape, ``()`` for a
+single list) are **per-list**: each list's loss is multiplied by its weight
+before the reduction. ``weights`` of the scores' shape ``(..., n)`` are
+**per-item**, as in Rax: a pointwise loss weights each item's term, the
+softmax losses weight each item's label in the target distribution, ListMLE
+each position's term by the weight of the item placed there, a pairwise loss
+(LambdaLoss included) each pair ``y_i > y_j`` by the weight of the more
+relevant item ``i``, and ApproxNDCG and NeuralNDCG each item's gain (and the
+ideal DCG is that of the weighted gains). With packed lists, per-list weights
+have shape ``(..., max_segments)``; when that equals ``(..., n)`` the weights
+are per item. Weights must be finite and non-negative (checked on concrete
+arrays).
 
 **Reduction.** ``reduction="none"`` returns the ``(...)`` weighted per-list
 losses; ``"sum"`` returns their sum (so the ``"none"`` values always sum to
@@ -72,6 +80,23 @@ every other list keeps its value and gradient. See decision 0003.
 >>> print(jnp.round(per_list(scores, bad), 4))
 [   nan 2.0743]
 
+**Hyperparameters under jit.** ``temperature``, ``mu``, ``margin`` and
+``epsilon`` may be traced, so that one compiled step anneals them. Concrete
+values are checked eagerly; a traced value outside its range makes the loss
+NaN (with a NaN gradient), never a plausible number.
+
+>>> step = jax.jit(lambda s, y, t: losses.approx_ndcg_loss(s, y, temperature=t))
+>>> print(f"{step(scores, labels, 0.5):.4f}", step(scores, labels, -1.0))
+-0.7627 nan
+
+**Long lists.** The pairwise losses, LambdaLoss and ApproxNDCG sum over the
+pairs of a list in column blocks, with each block recomputed on the way back,
+so their value and gradient take memory linear in the list length (0.1 GiB of
+temporaries at 32 lists of 10,000 items, where the pairs would take 36 GiB);
+NeuralNDCG's Sinkhorn steps keep two vectors each, so its memory does not grow
+with ``sinkhorn_iterations`` (decision 0029). None uses a custom derivative
+rule: ``grad``, ``jvp``, ``jacfwd`` and Hessian-vector products all work.
+
 **Rank-aware losses.** :func:`lambda_loss` takes its current ranks from the
 exact rank engine of :mod:`lodestar.metrics` (ties broken by descending index,
 ranks carry no gradient); :func:`approx_ndcg_loss` is
@@ -84,7 +109,6 @@ default of :mod:`lodestar.metrics`.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 
 import jax
@@ -92,14 +116,19 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _host, _lists, _ranking, _soft_ranks, _validation, smooth
+from lodestar import _docs, _gains, _host, _lists, _pairs, _ranking, _soft_ranks, _validation
 
 __all__ = [
     "approx_ndcg_loss",
     "lambda_loss",
     "listmle_loss",
     "neural_ndcg_loss",
+    "pairwise_hinge_loss",
     "pairwise_logistic_loss",
+    "pairwise_soft_zero_one_loss",
+    "pointwise_mse_loss",
+    "pointwise_sigmoid_loss",
+    "poly1_softmax_loss",
     "softmax_loss",
 ]
 
@@ -111,19 +140,6 @@ _LN2 = math.log(2.0)
 # --------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------
-
-
-def _check_nonnegative_float(value, *, name: str, caller: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (0.0 <= float(value) < math.inf)
-    ):
-        raise _validation.InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be a float in the range "
-            f"[0.0, inf). Got {value!r} instead."
-        )
-    return float(value)
 
 
 def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
@@ -167,7 +183,12 @@ def _prepare(
     temperature=None,
     **packing,
 ):
-    """Validate; lay packed lists out (``packing``: the segment options), one per block."""
+    """Validate; lay packed lists out (``packing``: the segment options), one per block.
+
+    Returns ``(scores, labels, where, list_weights, item_weights, reduction)``;
+    ``weights`` are per list or per item by their shape (see the module
+    docstring), and the other of the two is None.
+    """
     reduction = _validation.check_option(
         reduction, name="reduction", options=REDUCTIONS, caller=caller
     )
@@ -181,8 +202,21 @@ def _prepare(
         temperature=temperature,
         **packing,
     )
-    weights = _lists.check_weights(weights, lists.scores.shape[:-1], caller=caller)
-    return lists.scores, lists.labels, lists.where, lists.list_weights(weights), reduction
+    shape = lists.scores.shape
+    item_shape = shape if lists.item is None else (*shape[:-2], lists.n)
+    list_weights, item_weights = _lists.check_weights(
+        weights, shape[:-1], caller=caller, item_shape=item_shape
+    )
+    if item_weights is not None:
+        item_weights = lists.layout(item_weights)
+    return (
+        lists.scores,
+        lists.labels,
+        lists.where,
+        lists.list_weights(list_weights),
+        item_weights,
+        reduction,
+    )
 
 
 # --------------------------------------------------------------------------
@@ -217,38 +251,32 @@ def _masked_logsumexp(x, mask, axis):
     return jnp.where(some, jnp.log(jnp.where(some, total, 1)) + peak, 0)
 
 
-def _pairs(x):
-    """``x[..., i] - x[..., j]`` at ``[..., i, j]``."""
-    return x[..., :, None] - x[..., None, :]
-
-
-def _real_pairs(valid):
-    return valid[..., :, None] & valid[..., None, :]
-
-
 def _empty(scores, dtype):
     return jnp.zeros(scores.shape[:-1], dtype)
 
 
 def _loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = ()):
-    """Make a loss kernel of ``per_list(s, y, valid, *options, **static)``.
+    """Make a loss kernel of ``per_list(s, y, valid, w, *options, **static)``.
 
     ``per_list`` gets the floating scores ``s`` and labels ``y`` (0 on
-    padding), the mask ``valid`` of real items, the traced ``options`` and the
-    ``static`` options named in ``static_argnames``, and returns the per-list
-    losses. The kernel, jitted, takes validated ``(scores, labels, where,
-    weights, *options, reduction, **static)``; it gives lists of no item
+    padding), the mask ``valid`` of real items, the per-item weights ``w``
+    (1 without them, 0 on padding), the traced ``options`` and the ``static``
+    options named in ``static_argnames``, and returns the per-list losses.
+    The kernel, jitted, takes validated ``(scores, labels, where, weights,
+    item_weights, *options, reduction, **static)``; it gives lists of no item
     position a loss of 0, applies the NaN rule of traced inputs to the others
     (with the ``gain`` option, if any) and reduces.
     """
 
     def make(per_list):
-        def kernel(scores, labels, where, weights, *options, reduction, **static):
+        def kernel(scores, labels, where, weights, item_weights, *options, reduction, **static):
             valid = _lists.valid(scores, where)
             s, y, dtype = _lists.floating(scores, labels, valid)
             if scores.shape[-1] == 0:
                 return _reduce(_empty(scores, dtype), valid, weights, reduction)
-            value = per_list(s, y, valid, *options, **static)
+            w = jnp.ones_like(s) if item_weights is None else item_weights.astype(dtype)
+            w = jnp.where(valid, w, 0)
+            value = per_list(s, y, valid, w, *options, **static)
             value = _lists.nan_rule(
                 value,
                 scores,
@@ -257,6 +285,7 @@ def _loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] =
                 s,
                 nonnegative_labels=nonnegative_labels,
                 gain=static.get("gain"),
+                options=[o for o in options if isinstance(o, jax.Array)],
             )
             return _reduce(value, valid, weights, reduction)
 
@@ -268,21 +297,45 @@ def _loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] =
     return make
 
 
+def _normalised_gains(y, valid, w, gain, k):
+    """Each real item's gain, times its weight, over the list's ideal DCG@k (0 if none)."""
+    gains = jnp.where(valid, _gains.apply_gain(gain, y) * w, 0)
+    return _gains.shares(gains, _gains.ideal_dcg(gains, valid, k=k))
+
+
 # --------------------------------------------------------------------------
 # Kernels (inputs already validated)
 # --------------------------------------------------------------------------
 
 
+def _label_distribution(y, valid, w):
+    """The weighted labels over their sum: the target distribution of a list (0 if none)."""
+    weighted = jnp.where(valid, y * w, 0)
+    total = jnp.sum(weighted, axis=-1, keepdims=True)
+    return weighted / jnp.where(total > 0, total, 1)
+
+
 @_loss_kernel(nonnegative_labels=True)
-def _softmax_kernel(s, y, valid):
+def _softmax_kernel(s, y, valid, w):
     log_softmax = s - _masked_logsumexp(s, valid, -1)
-    total = jnp.sum(y, axis=-1, keepdims=True)
-    p = y / jnp.where(total > 0, total, 1)
+    p = _label_distribution(y, valid, w)
     return -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
 
 
+@_loss_kernel(nonnegative_labels=True)
+def _poly1_softmax_kernel(s, y, valid, w, epsilon):
+    log_softmax = s - _masked_logsumexp(s, valid, -1)
+    p = _label_distribution(y, valid, w)
+    cross_entropy = -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
+    # pt, the softmax probability of the target distribution; a list without
+    # one (labels summing to 0) has no pt term, as it has no cross-entropy.
+    pt = jnp.sum(jnp.where(valid, p * jnp.exp(log_softmax), 0), axis=-1)
+    some = jnp.any(p > 0, axis=-1)
+    return cross_entropy + jnp.where(some, epsilon * (1 - pt), 0)
+
+
 @_loss_kernel(nonnegative_labels=False)
-def _listmle_kernel(s, y, valid, key):
+def _listmle_kernel(s, y, valid, w, key):
     axis = s.ndim - 1
     index = lax.broadcasted_iota(jnp.int32, s.shape, axis)
     # Real items first, then descending labels; lax.sort is stable, so tied
@@ -293,16 +346,59 @@ def _listmle_kernel(s, y, valid, key):
     *_, order = lax.sort((*keys, index), dimension=axis, num_keys=len(keys))
     s_sorted = jnp.take_along_axis(s, order, axis=-1)
     valid_sorted = jnp.take_along_axis(valid, order, axis=-1)
+    w_sorted = jnp.take_along_axis(w, order, axis=-1)
     # Padding sits last, so -inf there leaves every real suffix sum unchanged.
     lse = lax.cumlogsumexp(jnp.where(valid_sorted, s_sorted, -jnp.inf), axis=axis, reverse=True)
-    return jnp.sum(jnp.where(valid_sorted, lse - s_sorted, 0), axis=-1)
+    return jnp.sum(jnp.where(valid_sorted, w_sorted * (lse - s_sorted), 0), axis=-1)
 
 
 @_loss_kernel(nonnegative_labels=False)
-def _pairwise_logistic_kernel(s, y, valid, temperature):
-    pair = _real_pairs(valid) & (_pairs(y) > 0)
-    pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, s.dtype))
-    return jnp.sum(jnp.where(pair, pair_loss, 0), axis=(-2, -1))
+def _pointwise_mse_kernel(s, y, valid, w):
+    return jnp.sum(jnp.where(valid, w * jnp.square(s - y), 0), axis=-1)
+
+
+@_loss_kernel(nonnegative_labels=False)
+def _pointwise_sigmoid_kernel(s, y, valid, w):
+    # Sigmoid cross-entropy with targets clipped into [0, 1], written so that
+    # no score overflows: max(s, 0) - s y + log(1 + exp(-|s|)).
+    target = jnp.clip(y, 0, 1)
+    loss = jax.nn.relu(s) - s * target + jnp.log1p(jnp.exp(-jnp.abs(s)))
+    return jnp.sum(jnp.where(valid, w * loss, 0), axis=-1)
+
+
+def _pairwise_sum(pair_loss, s, y, valid, w):
+    """Sum ``pair_loss(s_i - s_j) * w_i`` over the pairs with ``y_i > y_j``, in blocks."""
+
+    def term(rows, columns, distinct):
+        (s_i, y_i, valid_i, w_i), (s_j, y_j, valid_j, _) = rows, columns
+        pair = valid_i & valid_j & (y_i > y_j)
+        return jnp.where(pair, pair_loss(s_i - s_j) * w_i, 0)
+
+    return _pairs.pair_sum(term, (s, y, valid, w), over="pairs")
+
+
+@_loss_kernel(nonnegative_labels=False)
+def _pairwise_logistic_kernel(s, y, valid, w, temperature):
+    def logistic(difference):
+        return jax.nn.softplus(-difference / temperature)
+
+    return _pairwise_sum(logistic, s, y, valid, w)
+
+
+@_loss_kernel(nonnegative_labels=False)
+def _pairwise_hinge_kernel(s, y, valid, w, margin):
+    def hinge(difference):
+        return jax.nn.relu(margin - difference)
+
+    return _pairwise_sum(hinge, s, y, valid, w)
+
+
+@_loss_kernel(nonnegative_labels=False)
+def _pairwise_soft_zero_one_kernel(s, y, valid, w, temperature):
+    def soft_zero_one(difference):
+        return jax.nn.sigmoid(-difference / temperature)
+
+    return _pairwise_sum(soft_zero_one, s, y, valid, w)
 
 
 def _item_discounts(s, valid, k):
@@ -316,39 +412,64 @@ def _item_discounts(s, valid, k):
 
 
 @_loss_kernel(nonnegative_labels=True, static_argnames=("k", "gain"))
-def _lambda_kernel(s, y, valid, temperature, mu, *, k, gain):
+def _lambda_kernel(s, y, valid, w, temperature, mu, *, k, gain):
     n = s.shape[-1]
     cutoff = n if k is None else min(k, n)
-    gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
-    ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
-    normalised = gains / jnp.where(ideal > 0, ideal, 1)[..., None]
+    normalised = _normalised_gains(y, valid, jnp.ones_like(w), gain, cutoff)
     rank, discount = _item_discounts(s, valid, cutoff)
-    # LambdaRank's |Delta NDCG| factor and NDCG-Loss2's rank-distance factor.
-    rho = jnp.abs(_pairs(discount))
-    distance = jnp.abs(_pairs(rank))
-    apart = distance > 0
-    d = jnp.where(apart, distance, 1)
-    delta = jnp.where(
-        apart, jnp.abs(_gains.discount_at(d, 2.0) - _gains.discount_at(d + 1, 2.0)), 0
-    )
-    if k is not None:
-        # Pairs ranked wholly below k cannot change NDCG@k.
-        delta = jnp.where(jnp.minimum(rank[..., :, None], rank[..., None, :]) <= k, delta, 0)
-    lambdas = lax.stop_gradient((rho + mu * delta) * jnp.abs(_pairs(normalised)))
-    pair = _real_pairs(valid) & (_pairs(y) > 0)
-    pair_loss = jax.nn.softplus(-_pairs(s) / jnp.asarray(temperature, s.dtype)) / _LN2
-    return jnp.sum(jnp.where(pair, lambdas * pair_loss, 0), axis=(-2, -1))
+    rank, discount = lax.stop_gradient(rank), lax.stop_gradient(discount)
+
+    def term(rows, columns, distinct):
+        (s_i, y_i, valid_i, w_i, r_i, d_i, g_i) = rows
+        (s_j, y_j, valid_j, _, r_j, d_j, g_j) = columns
+        # LambdaRank's |Delta NDCG| factor and NDCG-Loss2's rank-distance factor.
+        rho = jnp.abs(d_i - d_j)
+        distance = jnp.abs(r_i - r_j)
+        apart = distance > 0
+        d = jnp.where(apart, distance, 1)
+        delta = jnp.where(
+            apart, jnp.abs(_gains.discount_at(d, 2.0) - _gains.discount_at(d + 1, 2.0)), 0
+        )
+        if k is not None:
+            # Pairs ranked wholly below k cannot change NDCG@k.
+            delta = jnp.where(jnp.minimum(r_i, r_j) <= k, delta, 0)
+        lambdas = lax.stop_gradient((rho + mu * delta) * jnp.abs(g_i - g_j))
+        pair_loss = jax.nn.softplus(-(s_i - s_j) / temperature) / _LN2
+        pair = valid_i & valid_j & (y_i > y_j)
+        return jnp.where(pair, lambdas * pair_loss * w_i, 0)
+
+    items = (s, y, valid, w, rank, discount, normalised)
+    return _pairs.pair_sum(term, items, over="pairs")
 
 
-_reduce_jit = jax.jit(_reduce, static_argnames=("reduction",))
+@_loss_kernel(nonnegative_labels=True, static_argnames=("k", "cut", "gain"))
+def _approx_ndcg_kernel(s, y, valid, w, temperature, k, *, cut, gain):
+    share = _normalised_gains(y, valid, w, gain, k)
+    return -_soft_ranks.soft_dcg(s, share, valid, temperature, 2.0, k, method="sigmoid", cut=cut)
 
 
-def _approx_ndcg(scores, labels, where, weights, temperature, *, reduction, k, gain):
-    # Not jitted itself: smooth.ndcg checks its Python options and jits its kernel.
-    value = -smooth.ndcg(
-        scores, labels, temperature=temperature, method="sigmoid", k=k, gain=gain, where=where
-    )
-    return _reduce_jit(value, _lists.valid(scores, where), weights, reduction=reduction)
+def _sinkhorn_potentials(log_p, mask, iterations):
+    """Row and column potentials ``(f, g)`` that make ``log_p + f + g`` doubly stochastic.
+
+    Alternately normalising columns then rows (as allRank) only ever adds a
+    vector to the rows and one to the columns, so the loop carries those two
+    vectors, O(n), rather than the (n, n) matrix; each step is checkpointed,
+    so reverse mode keeps the two vectors per step and recomputes the step's
+    (n, n) work. Memory is then flat in ``iterations`` (decision 0029), and
+    the derivative is that of the unrolled loop, exactly.
+    """
+
+    @jax.checkpoint
+    def scale_once(potentials, _):
+        f, g = potentials
+        g = -_masked_logsumexp(log_p + f, mask, -2)
+        f = -_masked_logsumexp(log_p + g, mask, -1)
+        return (f, g), None
+
+    f = jnp.zeros(log_p.shape[:-1] + (1,), log_p.dtype)
+    g = jnp.zeros(log_p.shape[:-2] + (1, log_p.shape[-1]), log_p.dtype)
+    (f, g), _ = lax.scan(scale_once, (f, g), length=iterations)
+    return f, g
 
 
 def _neuralsort_log_permutation(s, valid, temperature, iterations):
@@ -369,31 +490,22 @@ def _neuralsort_log_permutation(s, valid, temperature, iterations):
     logits = _soft_ranks.neuralsort_logits(s, valid)
     log_p = _soft_ranks.masked_log_softmax(logits, mask, -1, temperature)
     log_p = jnp.where(mask, jnp.maximum(log_p, jnp.finfo(s.dtype).min / 4), 0)
-
-    def scale_once(_, log_p):
-        # Columns, then rows (as allRank), in log space; the result is row-stochastic.
-        log_p = jnp.where(mask, log_p - _masked_logsumexp(log_p, mask, -2), 0)
-        return jnp.where(mask, log_p - _masked_logsumexp(log_p, mask, -1), 0)
-
-    log_p = lax.fori_loop(0, iterations, scale_once, log_p)
+    if iterations:
+        f, g = _sinkhorn_potentials(log_p, mask, iterations)
+        log_p = jnp.where(mask, log_p + f + g, 0)
     return log_p, mask
 
 
 @_loss_kernel(nonnegative_labels=True, static_argnames=("k", "gain", "iterations"))
-def _neural_ndcg_kernel(s, y, valid, temperature, *, k, gain, iterations):
+def _neural_ndcg_kernel(s, y, valid, w, temperature, *, k, gain, iterations):
     n = s.shape[-1]
     cutoff = n if k is None else min(k, n)
-    gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
-    log_p, mask = _neuralsort_log_permutation(
-        s, valid, jnp.asarray(temperature, s.dtype), iterations
-    )
+    share = _normalised_gains(y, valid, w, gain, cutoff)
+    log_p, mask = _neuralsort_log_permutation(s, valid, temperature, iterations)
     p = jnp.where(mask, jnp.exp(log_p), 0)
-    sorted_gains = jnp.sum(p * gains[..., None, :], axis=-1)  # (..., positions)
+    sorted_share = jnp.sum(p * share[..., None, :], axis=-1)  # (..., positions)
     discount = jnp.diff(_gains.discount_table(n, k=cutoff, log_base=2.0, dtype=s.dtype))
-    dcg = jnp.sum(sorted_gains * discount, axis=-1)
-    ideal = _gains.ideal_dcg(gains, valid, k=cutoff)
-    nonzero = ideal != 0
-    return -jnp.where(nonzero, dcg / jnp.where(nonzero, ideal, 1), 0)
+    return -jnp.sum(sorted_share * discount, axis=-1)
 
 
 # --------------------------------------------------------------------------
@@ -407,7 +519,7 @@ def softmax_loss(
     labels: Num[Array, "*batch n"],
     *,
     where: Bool[Array, "*batch n"] | None = None,
-    weights: Num[Array, "*batch"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
     reduction: str = "mean",
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -460,7 +572,7 @@ def softmax_loss(
       https://doi.org/10.1145/3341981.3344221
     """
     caller = "softmax_loss"
-    scores, labels, where, weights, reduction = _prepare(
+    scores, labels, where, weights, item_weights, reduction = _prepare(
         scores,
         labels,
         where,
@@ -472,7 +584,7 @@ def softmax_loss(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    return _softmax_kernel(scores, labels, where, weights, reduction=reduction)
+    return _softmax_kernel(scores, labels, where, weights, item_weights, reduction=reduction)
 
 
 @_docs.shared
@@ -481,7 +593,7 @@ def listmle_loss(
     labels: Num[Array, "*batch n"],
     *,
     where: Bool[Array, "*batch n"] | None = None,
-    weights: Num[Array, "*batch"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
     reduction: str = "mean",
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -535,7 +647,7 @@ def listmle_loss(
     """
     caller = "listmle_loss"
     key = _check_key(key, caller=caller)
-    scores, labels, where, weights, reduction = _prepare(
+    scores, labels, where, weights, item_weights, reduction = _prepare(
         scores,
         labels,
         where,
@@ -547,7 +659,7 @@ def listmle_loss(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
     )
-    return _listmle_kernel(scores, labels, where, weights, key, reduction=reduction)
+    return _listmle_kernel(scores, labels, where, weights, item_weights, key, reduction=reduction)
 
 
 @_docs.shared
@@ -556,7 +668,7 @@ def pairwise_logistic_loss(
     labels: Num[Array, "*batch n"],
     *,
     where: Bool[Array, "*batch n"] | None = None,
-    weights: Num[Array, "*batch"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
     reduction: str = "mean",
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -609,8 +721,8 @@ def pairwise_logistic_loss(
       https://doi.org/10.1145/1102351.1102363
     """
     caller = "pairwise_logistic_loss"
-    temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
-    scores, labels, where, weights, reduction = _prepare(
+    temperature = _validation.check_temperature_option(temperature, caller=caller)
+    scores, labels, where, weights, item_weights, reduction = _prepare(
         scores,
         labels,
         where,
@@ -624,7 +736,7 @@ def pairwise_logistic_loss(
         temperature=temperature,
     )
     return _pairwise_logistic_kernel(
-        scores, labels, where, weights, temperature, reduction=reduction
+        scores, labels, where, weights, item_weights, temperature, reduction=reduction
     )
 
 
@@ -634,7 +746,7 @@ def lambda_loss(
     labels: Num[Array, "*batch n"],
     *,
     where: Bool[Array, "*batch n"] | None = None,
-    weights: Num[Array, "*batch"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
     reduction: str = "mean",
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -718,10 +830,10 @@ def lambda_loss(
     """
     caller = "lambda_loss"
     k = _validation.check_k(k, caller=caller)
-    mu = _check_nonnegative_float(mu, name="mu", caller=caller)
-    temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
+    mu = _validation.check_traceable_float(mu, name="mu", caller=caller, closed=True)
+    temperature = _validation.check_temperature_option(temperature, caller=caller)
     gain = _validation.check_gain(gain, caller=caller)
-    scores, labels, where, weights, reduction = _prepare(
+    scores, labels, where, weights, item_weights, reduction = _prepare(
         scores,
         labels,
         where,
@@ -736,7 +848,16 @@ def lambda_loss(
         temperature=temperature,
     )
     return _lambda_kernel(
-        scores, labels, where, weights, temperature, mu, reduction=reduction, k=k, gain=gain
+        scores,
+        labels,
+        where,
+        weights,
+        item_weights,
+        temperature,
+        mu,
+        reduction=reduction,
+        k=k,
+        gain=gain,
     )
 
 
@@ -746,7 +867,7 @@ def approx_ndcg_loss(
     labels: Num[Array, "*batch n"],
     *,
     where: Bool[Array, "*batch n"] | None = None,
-    weights: Num[Array, "*batch"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
     reduction: str = "mean",
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -804,10 +925,10 @@ def approx_ndcg_loss(
       https://doi.org/10.1007/s10791-009-9124-x
     """
     caller = "approx_ndcg_loss"
-    temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
+    temperature = _validation.check_temperature_option(temperature, caller=caller)
     k = _validation.check_k(k, caller=caller)
     gain = _validation.check_gain(gain, caller=caller)
-    scores, labels, where, weights, reduction = _prepare(
+    scores, labels, where, weights, item_weights, reduction = _prepare(
         scores,
         labels,
         where,
@@ -821,8 +942,18 @@ def approx_ndcg_loss(
         gain=gain,
         temperature=temperature,
     )
-    return _approx_ndcg(
-        scores, labels, where, weights, temperature, reduction=reduction, k=k, gain=gain
+    n = scores.shape[-1]
+    return _approx_ndcg_kernel(
+        scores,
+        labels,
+        where,
+        weights,
+        item_weights,
+        temperature,
+        n if k is None else min(k, n),
+        reduction=reduction,
+        cut=k is not None,
+        gain=gain,
     )
 
 
@@ -832,7 +963,7 @@ def neural_ndcg_loss(
     labels: Num[Array, "*batch n"],
     *,
     where: Bool[Array, "*batch n"] | None = None,
-    weights: Num[Array, "*batch"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
     reduction: str = "mean",
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
@@ -905,13 +1036,13 @@ def neural_ndcg_loss(
       via continuous relaxations", ICLR 2019. https://arxiv.org/abs/1903.08850
     """
     caller = "neural_ndcg_loss"
-    temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
+    temperature = _validation.check_temperature_option(temperature, caller=caller)
     k = _validation.check_k(k, caller=caller)
     gain = _validation.check_gain(gain, caller=caller)
     iterations = _check_nonnegative_int(
         sinkhorn_iterations, name="sinkhorn_iterations", caller=caller
     )
-    scores, labels, where, weights, reduction = _prepare(
+    scores, labels, where, weights, item_weights, reduction = _prepare(
         scores,
         labels,
         where,
@@ -930,9 +1061,371 @@ def neural_ndcg_loss(
         labels,
         where,
         weights,
+        item_weights,
         temperature,
         reduction=reduction,
         k=k,
         gain=gain,
         iterations=iterations,
+    )
+
+
+@_docs.shared
+def poly1_softmax_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+    epsilon: float = 1.0,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Poly-1 softmax loss: the softmax cross-entropy plus :math:`\epsilon (1 - p_t)`.
+
+    With :math:`q = y / \sum_j y_j` the label distribution and
+    :math:`p = \operatorname{softmax}(s)`:
+
+    .. math::
+
+        \ell(s, y) = -\sum_i q_i \log p_i + \epsilon \left(1 - \sum_i q_i p_i\right)
+
+    the leading term of the PolyLoss expansion of the cross-entropy, with its
+    coefficient raised by :math:`\epsilon`. A list whose labels sum to 0 has a
+    loss of 0.
+
+    Args:
+      {{scores, loss_labels, loss_batch}}
+      epsilon: :math:`\epsilon`, a float in [-1, inf) (at -1 the first
+        polynomial term is removed; the loss must stay bounded below).
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown; ``epsilon`` is not a
+        float in [-1, inf).
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, a
+        negative label, or a negative or non-finite weight.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> scores = jnp.array([2.0, 1.0, 3.0])
+      >>> labels = jnp.array([1.0, 0.0, 0.0])
+      >>> print(f"{losses.poly1_softmax_loss(scores, labels):.4f}")  # 1.4076 + (1 - 0.2447)
+      2.1629
+
+    Remarks:
+      :func:`rax.poly1_softmax_loss` normalises the labels in its
+      :math:`p_t` term but not in its cross-entropy (its ``softmax_loss``
+      default); per list this loss equals Rax's on labels that sum to 1.
+
+    References:
+      Leng, Tan, Liu, Cubuk, Shi, Cheng & Anguelov, "PolyLoss: a polynomial
+      expansion perspective of classification loss functions", ICLR 2022.
+      https://arxiv.org/abs/2204.12511
+    """
+    caller = "poly1_softmax_loss"
+    epsilon = _validation.check_traceable_float(
+        epsilon, name="epsilon", caller=caller, low=-1.0, closed=True
+    )
+    scores, labels, where, weights, item_weights, reduction = _prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _poly1_softmax_kernel(
+        scores, labels, where, weights, item_weights, epsilon, reduction=reduction
+    )
+
+
+@_docs.shared
+def pointwise_mse_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Pointwise squared error, summed over the items of each list.
+
+    .. math::
+
+        \ell(s, y) = \sum_i (y_i - s_i)^2
+
+    over the real items: a regression of the scores on the labels.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance labels (any real values).
+      {{loss_batch}}
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown.
+      {{loss_value_error}}
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> print(f"{losses.pointwise_mse_loss(jnp.array([1.0, 0.5]), jnp.array([2.0, 0.0])):.4f}")
+      1.2500
+
+    Remarks:
+      Per list this is :func:`rax.pointwise_mse_loss` with
+      ``reduce_fn=jnp.sum``. Rax's default ``reduce_fn=jnp.mean`` averages
+      over the items of the batch instead.
+
+    References:
+      Cossock & Zhang, "Subset ranking using regression", COLT 2006.
+      https://doi.org/10.1007/11776420_44
+    """
+    caller = "pointwise_mse_loss"
+    scores, labels, where, weights, item_weights, reduction = _prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _pointwise_mse_kernel(scores, labels, where, weights, item_weights, reduction=reduction)
+
+
+@_docs.shared
+def pointwise_sigmoid_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Pointwise sigmoid cross-entropy, summed over the items of each list.
+
+    Each label, clipped into [0, 1], is the target probability that its item
+    is relevant, and :math:`\sigma(s_i)` the predicted one:
+
+    .. math::
+
+        \ell(s, y) = -\sum_i \left( \bar y_i \log \sigma(s_i)
+            + (1 - \bar y_i) \log (1 - \sigma(s_i)) \right),
+        \qquad \bar y_i = \min(\max(y_i, 0), 1)
+
+    computed as :math:`\max(s_i, 0) - s_i \bar y_i + \log(1 + e^{-|s_i|})`, so
+    that scores of any size stay finite.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance labels; values outside [0, 1] are clipped.
+      {{loss_batch}}
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown.
+      {{loss_value_error}}
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> scores, labels = jnp.array([0.0, 0.0]), jnp.array([1.0, 0.0])
+      >>> print(f"{losses.pointwise_sigmoid_loss(scores, labels):.4f}")  # 2 log 2
+      1.3863
+
+    Remarks:
+      Per list this is :func:`rax.pointwise_sigmoid_loss` with
+      ``reduce_fn=jnp.sum``, which clips the labels likewise.
+
+    References:
+      Nallapati, "Discriminative models for information retrieval", SIGIR
+      2004. https://doi.org/10.1145/1008992.1009006
+    """
+    caller = "pointwise_sigmoid_loss"
+    scores, labels, where, weights, item_weights, reduction = _prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _pointwise_sigmoid_kernel(
+        scores, labels, where, weights, item_weights, reduction=reduction
+    )
+
+
+@_docs.shared
+def pairwise_hinge_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+    margin: float = 1.0,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Pairwise hinge loss, summed over the pairs of each list.
+
+    .. math::
+
+        \ell(s, y) = \sum_{i, j:\, y_i > y_j} \max\left(0, m - (s_i - s_j)\right)
+
+    over pairs of real items, with margin :math:`m`: the RankSVM objective
+    without its regulariser. The sum runs over blocks of pairs, in memory
+    linear in the list length.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance labels (any real values).
+      {{loss_batch}}
+      margin: :math:`m`, a float in [0, inf).
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown; ``margin`` is not a
+        float in [0, inf).
+      {{loss_value_error}}
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> scores = jnp.array([0.5, 0.0, 2.0])
+      >>> labels = jnp.array([2.0, 1.0, 0.0])
+      >>> print(f"{losses.pairwise_hinge_loss(scores, labels):.4f}")  # 0.5 + 2.5 + 3
+      6.0000
+
+    Remarks:
+      Per list this is :func:`rax.pairwise_hinge_loss` with
+      ``reduce_fn=jnp.sum`` (Rax's margin is fixed at 1).
+
+    References:
+      Joachims, "Optimizing search engines using clickthrough data", KDD 2002.
+      https://doi.org/10.1145/775047.775067
+    """
+    caller = "pairwise_hinge_loss"
+    margin = _validation.check_traceable_float(margin, name="margin", caller=caller, closed=True)
+    scores, labels, where, weights, item_weights, reduction = _prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _pairwise_hinge_kernel(
+        scores, labels, where, weights, item_weights, margin, reduction=reduction
+    )
+
+
+@_docs.shared
+def pairwise_soft_zero_one_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+    temperature: float = 1.0,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Pairwise soft zero-one loss: a smooth count of the misordered pairs.
+
+    .. math::
+
+        \ell(s, y) = \sum_{i, j:\, y_i > y_j} \sigma\left(-(s_i - s_j) / T\right)
+
+    over pairs of real items. As :math:`T \to 0` it counts the misordered
+    pairs (a tie counts one half), so it is bounded where the logistic and
+    hinge losses are not.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance labels (any real values).
+      {{loss_batch}}
+      temperature: :math:`T` in (0, inf).
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown; ``temperature`` is not a
+        float in (0, inf), or is below the smallest normal number of the
+        compute dtype (1.2e-38 in float32).
+      {{loss_value_error}}
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> scores = jnp.array([0.0, 1.0, 5.0])
+      >>> labels = jnp.array([2.0, 1.0, 0.0])
+      >>> print(f"{losses.pairwise_soft_zero_one_loss(scores, labels, temperature=1e-3):.4f}")
+      3.0000
+
+    Remarks:
+      Per list this is :func:`rax.pairwise_soft_zero_one_loss` with
+      ``reduce_fn=jnp.sum`` at ``temperature=1``.
+
+    References:
+      Burges, Shaked, Renshaw, Lazier, Deeds, Hamilton & Hullender, "Learning
+      to rank using gradient descent", ICML 2005.
+      https://doi.org/10.1145/1102351.1102363
+    """
+    caller = "pairwise_soft_zero_one_loss"
+    temperature = _validation.check_temperature_option(temperature, caller=caller)
+    scores, labels, where, weights, item_weights, reduction = _prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        temperature=temperature,
+    )
+    return _pairwise_soft_zero_one_kernel(
+        scores, labels, where, weights, item_weights, temperature, reduction=reduction
     )

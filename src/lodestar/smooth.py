@@ -128,7 +128,7 @@ METHODS = _soft_ranks.METHODS
 
 
 def _check_options(temperature, method, *, caller):
-    temperature = _validation.check_positive_float(temperature, name="temperature", caller=caller)
+    temperature = _validation.check_temperature_option(temperature, caller=caller)
     method = _validation.check_option(method, name="method", options=METHODS, caller=caller)
     return temperature, method
 
@@ -148,16 +148,9 @@ def _ranks_kernel(scores, where, temperature, *, method):
     s = jnp.where(valid, scores.astype(dtype), 0)
     r = _soft_ranks.soft_ranks(s, valid, jnp.asarray(temperature, dtype), method)
     # A non-finite score gives every real item of its list NaN, whatever the method.
-    return _lists.nan_rule(r, scores, jnp.zeros(scores.shape, jnp.int8), where, s)
-
-
-def _soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):
-    # Padding has soft rank 0 and an infinite discount there: evaluate it at 1.
-    r = jnp.where(valid, _soft_ranks.soft_ranks(s, valid, temperature, method), 1)
-    weight = _gains.discount_at(r, log_base) * _soft_ranks.top_k_weight(
-        s, valid, temperature, k, cut=cut
+    return _lists.nan_rule(
+        r, scores, jnp.zeros(scores.shape, jnp.int8), where, s, options=(temperature,)
     )
-    return jnp.sum(jnp.where(valid, gains * weight, 0), axis=-1)
 
 
 # ``k`` travels as an array (the list length when None), so one compilation
@@ -184,8 +177,10 @@ def _dcg_kernel(
     else:
         gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
         temperature = jnp.asarray(temperature, dtype)
-        value = _soft_dcg(s, gains, valid, temperature, log_base, k, method=method, cut=cut)
-    return _lists.nan_rule(value, scores, labels, where, s, gain=gain)
+        value = _soft_ranks.soft_dcg(
+            s, gains, valid, temperature, log_base, k, method=method, cut=cut
+        )
+    return _lists.nan_rule(value, scores, labels, where, s, gain=gain, options=(temperature,))
 
 
 # Its ideal ranking can sort on the host (decision 0026).
@@ -200,11 +195,20 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
         return jnp.zeros(scores.shape[:-1], dtype)
     gains = jnp.where(valid, _gains.apply_gain(gain, y), 0)
     temperature = jnp.asarray(temperature, dtype)
-    value = _soft_dcg(s, gains, valid, temperature, 2.0, k, method=method, cut=cut)
-    ideal = _gains.ideal_dcg(gains, valid, k=k)
-    nonzero = ideal != 0
-    value = jnp.where(nonzero, value / jnp.where(nonzero, ideal, 1), 0)
-    return _lists.nan_rule(value, scores, labels, where, s, nonnegative_labels=True, gain=gain)
+    # The gains are divided by the ideal before the sum, not the sum after
+    # (lodestar._gains.shares): gains near the exp2 limit still train.
+    share = _gains.shares(gains, _gains.ideal_dcg(gains, valid, k=k))
+    value = _soft_ranks.soft_dcg(s, share, valid, temperature, 2.0, k, method=method, cut=cut)
+    return _lists.nan_rule(
+        value,
+        scores,
+        labels,
+        where,
+        s,
+        nonnegative_labels=True,
+        gain=gain,
+        options=(temperature,),
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("method",))
@@ -221,7 +225,7 @@ def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
         relevant, jnp.exp(_soft_ranks.masked_log_softmax(s, relevant, -1, temperature)), 0
     )
     value = jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
-    return _lists.nan_rule(value, scores, labels, where, s)
+    return _lists.nan_rule(value, scores, labels, where, s, options=(temperature,))
 
 
 # --------------------------------------------------------------------------
@@ -661,7 +665,15 @@ def _rank_sum_kernel(
     if num_relevant is not None:
         bad = bad | (num_relevant < jnp.sum(items.relevant(), axis=-1))
     value = _validation.nan_with_nan_gradient(value, bad, s, valid)
-    return _lists.nan_rule(value, scores, labels, where, s, nonnegative_labels=nonnegative_labels)
+    return _lists.nan_rule(
+        value,
+        scores,
+        labels,
+        where,
+        s,
+        nonnegative_labels=nonnegative_labels,
+        options=(temperature,),
+    )
 
 
 def _check_num_relevant_covers(num_relevant, lists, *, caller):

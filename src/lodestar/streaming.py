@@ -210,7 +210,7 @@ class Mean:
                 f"streaming.mean needs a metric that returns one value per list, shape "
                 f"{batch_shape}; {_name(self.metric)} returned shape {values.shape}."
             )
-        weights = _lists.check_weights(weights, batch_shape, caller="streaming.Mean.update")
+        weights, _ = _lists.check_weights(weights, batch_shape, caller="streaming.Mean.update")
         dtype = state.total.value.dtype
         counted = jnp.ones(batch_shape, bool) if where is None else jnp.any(where, axis=-1)
         weight = jnp.ones(batch_shape, dtype) if weights is None else weights.astype(dtype)
