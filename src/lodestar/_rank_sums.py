@@ -45,9 +45,8 @@ from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from lodestar import _ranking, _soft_ranks
+from lodestar import _pairs, _ranking, _soft_ranks
 
 
 class Items(NamedTuple):
@@ -193,23 +192,14 @@ class HardView:
         return _ranking.block_totals(values, self.blocks)[0]
 
 
-# From this length on the pairs are summed over blocks of columns, so that
-# neither the value nor autodiff's residuals hold the (..., n, n) pairs, as
-# the sigmoid soft ranks do from the same length.
-_BLOCKED_MIN_N = 512
-_BLOCK = 128
-
-
 def sigmoid_sum_above(s, valid, temperature, values):
     r"""Per item, :math:`\sum_{j \ne i} v_j\, \sigma((s_j - s_i) / T)` over the real items.
 
     The sigmoid relaxation of "the sum of ``values`` over the items ranked above
     item :math:`i`" (Qin, Liu & Li 2010): its row sums with :math:`v = 1` are
-    the sigmoid soft ranks minus 1. The one pairwise piece of the rank sums.
-    Below :data:`_BLOCKED_MIN_N` items it holds the ``(..., n, n)`` pairs; from
-    there it folds blocks of :data:`_BLOCK` columns in a ``fori_loop``, each
-    block under :func:`jax.checkpoint`, so that autodiff keeps a block's inputs
-    and not its pairs: O(n * _BLOCK) memory per list.
+    the sigmoid soft ranks minus 1. The one pairwise piece of the rank sums,
+    summed in column blocks by :func:`lodestar._pairs.pair_sum`: memory linear
+    in the list length, value and gradient alike.
 
     Args:
       s: ``(..., n)`` floating scores, finite (zero on padding).
@@ -220,25 +210,10 @@ def sigmoid_sum_above(s, valid, temperature, values):
     Returns:
       ``(..., n)`` sums, in the scores' dtype.
     """
-    n = s.shape[-1]
 
-    def block_sum(start, s_block, valid_block, values_block):
-        width = s_block.shape[-1]
-        column = start + jnp.arange(width)
-        pair = valid_block[..., None, :] & valid[..., :, None] & (column != jnp.arange(n)[:, None])
-        step = jax.nn.sigmoid((s_block[..., None, :] - s[..., :, None]) / temperature)
-        return jnp.sum(jnp.where(pair, values_block[..., None, :] * step, 0), axis=-1)
+    def above(rows, columns, distinct):
+        (s_i, valid_i, _), (s_j, valid_j, v_j) = rows, columns
+        pair = distinct & valid_i & valid_j
+        return jnp.where(pair, v_j * jax.nn.sigmoid((s_j - s_i) / temperature), 0)
 
-    if n < _BLOCKED_MIN_N:
-        return block_sum(0, s, valid, values)
-    padded = -(-n // _BLOCK) * _BLOCK
-    widths = [(0, 0)] * (s.ndim - 1) + [(0, padded - n)]
-    columns = (jnp.pad(s, widths), jnp.pad(valid, widths), jnp.pad(values, widths))
-    checkpointed = jax.checkpoint(block_sum)
-
-    def add_block(block, total):
-        start = block * _BLOCK
-        taken = (lax.dynamic_slice_in_dim(c, start, _BLOCK, axis=-1) for c in columns)
-        return total + checkpointed(start, *taken)
-
-    return lax.fori_loop(0, padded // _BLOCK, add_block, jnp.zeros_like(s))
+    return _pairs.pair_sum(above, (s, valid, values), over="columns")
