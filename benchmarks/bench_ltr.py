@@ -61,8 +61,8 @@ Usage
 
 The rows are the names in ``lodestar.losses.__all__``, so a new loss joins the
 benchmark without changes here. A loss that needs a keyword this script cannot
-supply is listed as skipped; a loss that raises or gives a non-finite value
-fails the run (exit status 1) after the table is printed.
+supply is listed as skipped; a loss that raises or gives a non-finite value,
+or LightGBM raising, fails the run (exit status 1) after the table is printed.
 """
 
 from __future__ import annotations
@@ -343,21 +343,28 @@ def fit_lightgbm(lgb, train, valid, seed: int, settings: Settings) -> dict:
         "force_row_wise": True,
         "verbose": -1,
     }
+    rounds = []
+
+    def count(env):
+        rounds.append(env.iteration)
+
     booster = lgb.train(
         params,
         train_set,
         num_boost_round=settings.lightgbm_rounds,
         valid_sets=[valid_set],
         feval=exact_ndcg,
-        callbacks=[lgb.early_stopping(settings.lightgbm_patience, verbose=False)],
+        callbacks=[lgb.early_stopping(settings.lightgbm_patience, verbose=False), count],
     )
+    # After early stopping the booster holds the best rounds only: the rounds run
+    # are counted by the callback.
     best = booster.best_iteration or booster.current_iteration()
     predict = functools.partial(booster.predict, num_iteration=best)
     return {
         "predict": lambda data: padded(predict(flat(data)[0]), np.asarray(data.where)),
         "valid_ndcg10": float(exact_ndcg(predict(x_valid), None)[1]),
         "best_step": best,
-        "steps": booster.current_iteration(),
+        "steps": len(rounds),
     }
 
 
@@ -413,7 +420,12 @@ def run(data, settings: Settings, loss_fns: dict, lgb) -> tuple[list, dict]:
     if lgb is not None:
         for seed in settings.seeds:
             start = time.perf_counter()
-            fitted = fit_lightgbm(lgb, *splits[seed], seed, settings)
+            try:
+                fitted = fit_lightgbm(lgb, *splits[seed], seed, settings)
+            except Exception as error:  # noqa: BLE001 - reported, and the run fails
+                failures[LIGHTGBM] = f"{type(error).__name__}: {error}"
+                print(f"  FAILED {LIGHTGBM} seed {seed}: {failures[LIGHTGBM]}", file=sys.stderr)
+                break
             record(
                 LIGHTGBM,
                 seed,
@@ -569,7 +581,7 @@ def main(argv=None) -> int:
     )
     if failures:
         common.print_mismatches(
-            "Losses that failed:", [f"{name}: {why}" for name, why in failures.items()]
+            "Rows that failed:", [f"{name}: {why}" for name, why in failures.items()]
         )
         return 1
     return 0

@@ -7,6 +7,7 @@ document lines carry no ``qid:``: the queries come from the group files
 """
 
 import gzip
+import json
 import math
 from pathlib import Path
 
@@ -122,3 +123,63 @@ def test_training_on_the_excerpt_improves_held_out_ndcg(data, loss):
     after = mean_ndcg(apply(trained, test.features), test)
     assert bool(jnp.all(jnp.isfinite(values))) and values[-1] < values[0]
     assert after > max(untrained, random) + MARGIN, (untrained, random, after)
+
+
+# -- benchmarks/bench_ltr.py, which trains on the same data --------------------
+
+
+def test_the_ltr_benchmark_runs_quick_and_reports_every_row(tmp_path, capsys):
+    import bench_ltr
+
+    path = tmp_path / "ltr.json"
+    status = bench_ltr.main(
+        ["--quick", "--only", "softmax_loss,listmle_loss", "--no-lightgbm", "--json", str(path)]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    report = json.loads(path.read_text())
+    assert report["data"]["excerpt"] is True and report["failures"] == {}
+    assert report["data"]["test"] == "20 queries, 317 documents (<= 23), 300 features"
+    rows = [entry["row"] for entry in report["summary"]]
+    assert rows == [bench_ltr.RANDOM, bench_ltr.UNTRAINED, "listmle_loss", "softmax_loss"]
+    for result in report["results"]:
+        assert 0 < result["test_ndcg10"] <= 1 and 0 < result["test_ndcg10_linear"] <= 1
+        if result["row"] in ("listmle_loss", "softmax_loss"):
+            assert result["steps"] == bench_ltr.QUICK.max_steps
+            assert 0 < result["best_step"] <= result["steps"]
+    assert "LightGBM's row is left out (disabled (--no-lightgbm))" in out
+
+
+def test_the_ltr_benchmark_fails_on_a_broken_loss(capsys, monkeypatch):
+    import bench_ltr
+
+    def broken(scores, labels, *, where=None):
+        return jnp.sum(scores) * jnp.nan
+
+    monkeypatch.setattr(bench_ltr, "loss_rows", lambda only: ({"broken": broken}, {}))
+    assert bench_ltr.main(["--quick", "--no-lightgbm"]) == 1
+    assert "broken: FloatingPointError: the training loss is nan at step 3" in (
+        capsys.readouterr().out
+    )
+
+
+def test_the_ltr_benchmark_rows_are_every_loss_it_can_call(monkeypatch):
+    import types
+
+    import bench_ltr
+
+    rows, skipped = bench_ltr.loss_rows(None)
+    assert sorted([*rows, *skipped]) == sorted(losses.__all__) and "softmax_loss" in rows
+
+    def needs_more(scores, labels, *, where=None, margin):
+        return jnp.sum(scores)
+
+    fake = types.SimpleNamespace(
+        __all__=["softmax_loss", "needs_more"],
+        softmax_loss=losses.softmax_loss,
+        needs_more=needs_more,
+    )
+    monkeypatch.setattr(bench_ltr, "losses", fake)
+    rows, skipped = bench_ltr.loss_rows(None)
+    assert list(rows) == ["softmax_loss"]
+    assert skipped == {"needs_more": "needs margin, which this benchmark does not supply"}
