@@ -37,6 +37,7 @@ SOURCES = {
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
     "cli": "cpu_cli_20261202.json",
+    "ltr": "cpu_ltr_20261203.json",
 }
 DIGEST_KEY = "lodestar-data-digest"
 
@@ -120,6 +121,24 @@ def smooth_series(report: dict) -> list[dict]:
             "vs_rax": speedup(row.get("rax_ms"), row["lodestar_ms"]),
         }
         for row in report["results"]
+    ]
+
+
+def ltr_series(report: dict) -> list[dict]:
+    """Per row of ``bench_ltr.py``: held-out NDCG@10 (both gains), mean and std over seeds."""
+    return [
+        {
+            "row": entry["row"],
+            "seeds": entry["seeds"],
+            "ndcg10": entry["test_ndcg10"],
+            "ndcg10_std": entry["test_ndcg10_std"],
+            "ndcg10_linear": entry["test_ndcg10_linear"],
+            "ndcg10_linear_std": entry["test_ndcg10_linear_std"],
+            "valid_ndcg10": entry.get("valid_ndcg10"),
+            "best_step": entry.get("best_step"),
+            "seconds": entry.get("seconds") or None,
+        }
+        for entry in report["summary"]
     ]
 
 
@@ -268,6 +287,29 @@ def cli_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _mean_std(mean: float, std: float | None) -> str:
+    return f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
+
+
+def ltr_table(series: list[dict]) -> str:
+    """``bench_ltr.py``'s rows: held-out NDCG@10, mean ± sample std over the seeds."""
+    lines = [
+        "| row | test NDCG@10 (2^label − 1) | test NDCG@10 (linear) | validation NDCG@10 "
+        "| best step | seconds a run |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in series:
+        valid = "—" if r["valid_ndcg10"] is None else f"{r['valid_ndcg10']:.3f}"
+        step = "—" if r["best_step"] is None else f"{r['best_step']:,.0f}"
+        seconds = "—" if r["seconds"] is None else f"{r['seconds']:.1f}"
+        lines.append(
+            f"| {r['row']} | {_mean_std(r['ndcg10'], r['ndcg10_std'])} "
+            f"| {_mean_std(r['ndcg10_linear'], r['ndcg10_linear_std'])} | {valid} | {step} "
+            f"| {seconds} |"
+        )
+    return "\n".join(lines)
+
+
 def tables() -> dict[str, str]:
     """Every table of the benchmarks page, by name."""
     exact = load("exact")
@@ -279,6 +321,7 @@ def tables() -> dict[str, str]:
         "smooth": smooth_table(
             smooth_series(load("smooth")), smooth_series(load("smooth_earlier"))
         ),
+        "ltr": ltr_table(ltr_series(load("ltr"))),
     }
 
 
@@ -302,6 +345,7 @@ def plot_data() -> dict[str, dict]:
             "source": f"{SOURCES['smooth']}, {SOURCES['smooth_earlier']}",
             "rows": smooth,
         },
+        "ltr_ndcg.png": {"source": SOURCES["ltr"], "rows": ltr_series(load("ltr"))},
     }
 
 
@@ -339,6 +383,9 @@ def draw(name: str, data: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = data["rows"]
+    if name == "ltr_ndcg.png":
+        _draw_ltr(plt, data, path)
+        return
     shapes = list(dict.fromkeys(r["shape"] for r in rows))
     if name == "exact_speedups.png":
         fig, axes = plt.subplots(
@@ -388,6 +435,38 @@ def draw(name: str, data: dict, path: Path) -> None:
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=9)
         fig.suptitle("Losses, value and gradient, on CPU: two runs")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80, metadata={DIGEST_KEY: digest(data), "Software": None})
+    plt.close(fig)
+
+
+def _draw_ltr(plt, data: dict, path: Path) -> None:
+    """Held-out NDCG@10 per row, mean with one sample standard deviation either side."""
+    rows = data["rows"]
+    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.6), layout="constrained")
+    positions = list(range(len(rows)))
+    colors = [
+        "tab:gray" if r["valid_ndcg10"] is None else "tab:orange" if "lightgbm" in r["row"]
+        else "tab:blue"
+        for r in rows
+    ]  # fmt: skip
+    ax.barh(
+        positions,
+        [r["ndcg10"] for r in rows],
+        xerr=[r["ndcg10_std"] or 0.0 for r in rows],
+        color=colors,
+        capsize=3,
+    )
+    ax.set_yticks(positions, [r["row"] for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0.5, 0.8)
+    ax.set_xlabel("held-out exact NDCG@10 (gain 2^label − 1), mean ± std over seeds")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(
+        f"LightGBM's lambdarank example: an MLP per lodestar loss, and LightGBM\n"
+        f"({data['source']})",
+        fontsize=10,
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80, metadata={DIGEST_KEY: digest(data), "Software": None})
     plt.close(fig)
