@@ -318,6 +318,36 @@ def test_item_weights_follow_packed_lists():
     np.testing.assert_allclose(packed, jnp.stack(one_by_one), **TIGHT)
 
 
+@pytest.mark.parametrize(
+    "name",
+    tiers.params(list(LOSSES), default=("softmax_loss", "lambda_loss", "neural_ndcg_loss")),
+)
+def test_a_scalar_loss_under_jit_takes_query_ids_without_max_segments(name):
+    # Rax's habit: the ids are the dataset's query ids, any integers, in any order.
+    loss = LOSSES[name]
+    scores, labels = _lists(23, shape=(2, 7))
+    query_ids = jnp.array([[1007, 1007, 5, -3, 5, 1007, -3], [9, 9, 9, 9, 2, 2, 2]])
+    dense = jnp.array([[2, 2, 1, 0, 1, 2, 0], [1, 1, 1, 1, 0, 0, 0]])
+    where = jnp.array([[True] * 6 + [False], [True] * 7])
+
+    def traced(s, g):
+        return loss(s, labels, where=where, segments=g)
+
+    eager = jax.value_and_grad(
+        lambda s: loss(s, labels, where=where, segments=dense, max_segments=3)
+    )(scores)
+    value, grad = jax.jit(jax.value_and_grad(traced))(scores, query_ids)
+    np.testing.assert_allclose(value, eager[0], **TIGHT)
+    np.testing.assert_allclose(grad, eager[1], **TIGHT)
+
+
+def test_a_loss_per_list_under_jit_still_needs_max_segments():
+    scores, labels = _lists(23, shape=(1, 4))
+    run = jax.jit(lambda s, g: losses.softmax_loss(s, labels, segments=g, reduction="none"))
+    with pytest.raises(ValueError, match="needs max_segments when the segment ids are traced"):
+        run(scores, jnp.zeros((1, 4), int))
+
+
 # --------------------------------------------------------------------------
 # Rax's losses
 # --------------------------------------------------------------------------

@@ -28,6 +28,7 @@ def prepare(
     max_segment_size=None,
     gain=None,
     temperature: float | jax.Array | None = None,
+    one_result: bool = False,
 ) -> _segments.Lists:
     """Validate ``(scores, labels, where)`` and lay packed lists out for a kernel.
 
@@ -47,6 +48,8 @@ def prepare(
         by :func:`lodestar._validation.check_temperature_option`: a concrete
         one below the smallest normal number of the compute dtype is
         refused, under ``jit`` too (a traced one was guarded there).
+      one_result: Whether every list is reduced to one number; see
+        :func:`lodestar._segments.split`.
 
     Returns:
       The :class:`lodestar._segments.Lists` to hand a kernel.
@@ -67,6 +70,7 @@ def prepare(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         caller=caller,
+        one_result=one_result,
     )
     dtype = compute_dtype(scores, labels)
     _validation.check_gains(lists.labels, lists.where, gain, dtype, caller=caller)

@@ -161,6 +161,24 @@ def _slots(segments, valid, max_segments, max_segment_size):
     return item, broken
 
 
+@jax.jit
+def _dense_ids(segments, where):
+    """Each real item's id numbered ``0, 1, ...`` by ascending id within its row.
+
+    The ids of padding are never inspected and become 0.
+    """
+    valid = jnp.ones(segments.shape, bool) if where is None else where
+    key = jnp.where(valid, segments, jnp.iinfo(segments.dtype).max)
+    order = _stable_order(key)
+    ordered = jnp.take_along_axis(key, order, axis=-1)
+    new = jnp.concatenate(
+        [jnp.ones_like(ordered[..., :1], bool), ordered[..., 1:] != ordered[..., :-1]], axis=-1
+    )
+    dense = (jnp.cumsum(new, axis=-1) - 1).astype(jnp.int32)
+    inverse = jnp.argsort(order, axis=-1)
+    return jnp.where(valid, jnp.take_along_axis(dense, inverse, axis=-1), 0)
+
+
 @_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("max_segments", "max_segment_size"))
 def _compact(scores, labels, where, segments, *, max_segments, max_segment_size):
@@ -267,6 +285,7 @@ def split(
     max_segments,
     max_segment_size,
     caller: str,
+    one_result: bool = False,
 ) -> Lists:
     """Lay the packed lists of validated ``(scores, labels, where)`` out by segment.
 
@@ -279,6 +298,11 @@ def split(
         docstring).
       max_segment_size: Room for the longest list, or None.
       caller: The public function's name, used in messages.
+      one_result: Whether the caller reduces every list to one number (a loss
+        with ``reduction="mean"`` or ``"sum"``). Traced ids then need no
+        ``max_segments``: they may be any integers, are numbered densely, and
+        the row is laid out as up to ``n`` lists of ``max_segment_size``
+        (default ``n``) slots.
 
     Returns:
       The :class:`Lists` to hand to the kernel and to map its result back.
@@ -288,7 +312,7 @@ def split(
         None and not an int >= 1.
       ValueError: ``segments`` is not an integer array of the scores' shape;
         the sizes are given without ``segments``; ``max_segments`` is missing
-        for traced ids; on concrete ids, a real item's id is negative or not
+        for traced ids and a result per list; on concrete ids, a real item's id is negative or not
         below ``max_segments``, or a list is longer than ``max_segment_size``.
     """
     max_segments = _check_size(max_segments, name="max_segments", caller=caller)
@@ -307,6 +331,12 @@ def split(
         max_segments, max_segment_size = _concrete_sizes(
             segments, where, max_segments, max_segment_size, caller=caller
         )
+    elif max_segments is None and one_result:
+        # A scalar result has no per-list shape to size: any ids are numbered
+        # 0, 1, ... in their order, and a row holds at most n lists.
+        segments = _dense_ids(segments, where)
+        max_segments = n
+        max_segment_size = n if max_segment_size is None else min(max_segment_size, n)
     elif max_segments is None:
         raise ValueError(
             f"{caller} needs max_segments when the segment ids are traced (under jit "

@@ -50,6 +50,11 @@ one list of the reduction. ``"none"`` returns ``(..., max_segments)``, one loss
 per list (0 for an id with no real item); ``"mean"`` averages over the lists
 with a real item; ``weights`` has shape ``(..., max_segments)``, one weight per
 list. Each list's loss and gradients are those of the list padded on its own.
+Under ``jit``, ``max_segments`` is needed only for ``"none"``, whose shape it
+sets: with ``"mean"`` or ``"sum"`` the traced ids may be any integers (query
+ids, as in Rax), and each row is laid out as up to ``n`` lists of
+``max_segment_size`` slots, ``n`` by default; give ``max_segment_size`` (room
+for the longest list) to keep a long row's layout small.
 
 >>> segments = jnp.array([[0, 0, 0], [0, 1, 1]])
 >>> per_list = losses.pairwise_logistic_loss(scores, labels, segments=segments, reduction="none")
@@ -200,6 +205,7 @@ def _prepare(
         nonnegative_labels=nonnegative_labels,
         gain=gain,
         temperature=temperature,
+        one_result=reduction != "none",
         **packing,
     )
     shape = lists.scores.shape
@@ -673,7 +679,7 @@ def pairwise_logistic_loss(
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
     max_segment_size: int | None = None,
-    temperature: float = 1.0,
+    temperature: float | Float[Array, ""] = 1.0,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""Pairwise logistic (RankNet) loss, summed over the pairs of each list.
 
@@ -752,8 +758,8 @@ def lambda_loss(
     max_segments: int | None = None,
     max_segment_size: int | None = None,
     k: int | None = None,
-    mu: float = 10.0,
-    temperature: float = 1.0,
+    mu: float | Float[Array, ""] = 10.0,
+    temperature: float | Float[Array, ""] = 1.0,
     gain: str | Callable = "exp2",
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""LambdaLoss with the NDCG-Loss2++ weights.
@@ -872,7 +878,7 @@ def approx_ndcg_loss(
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
     max_segment_size: int | None = None,
-    temperature: float = 1.0,
+    temperature: float | Float[Array, ""] = 1.0,
     k: int | None = None,
     gain: str | Callable = "exp2",
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
@@ -968,7 +974,7 @@ def neural_ndcg_loss(
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
     max_segment_size: int | None = None,
-    temperature: float = 1.0,
+    temperature: float | Float[Array, ""] = 1.0,
     k: int | None = None,
     gain: str | Callable = "exp2",
     sinkhorn_iterations: int = 50,
@@ -1081,7 +1087,7 @@ def poly1_softmax_loss(
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
     max_segment_size: int | None = None,
-    epsilon: float = 1.0,
+    epsilon: float | Float[Array, ""] = 1.0,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""Poly-1 softmax loss: the softmax cross-entropy plus :math:`\epsilon (1 - p_t)`.
 
@@ -1295,7 +1301,7 @@ def pairwise_hinge_loss(
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
     max_segment_size: int | None = None,
-    margin: float = 1.0,
+    margin: float | Float[Array, ""] = 1.0,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""Pairwise hinge loss, summed over the pairs of each list.
 
@@ -1367,7 +1373,7 @@ def pairwise_soft_zero_one_loss(
     segments: Int[Array, "*batch n"] | None = None,
     max_segments: int | None = None,
     max_segment_size: int | None = None,
-    temperature: float = 1.0,
+    temperature: float | Float[Array, ""] = 1.0,
 ) -> Float[Array, ""] | Float[Array, "*batch"]:
     r"""Pairwise soft zero-one loss: a smooth count of the misordered pairs.
 
