@@ -421,13 +421,12 @@ def test_soft_ndcg_tends_to_exact_ndcg(name):
 
 
 def test_neural_ndcg_sinkhorn_makes_doubly_stochastic():
-    from lodestar.losses import _neuralsort_log_permutation
+    from lodestar.losses import _neuralsort_permutation
 
     scores, _ = _graded(14, shape=(2, 5))
     valid = jnp.array([[True] * 5, [True, False, True, True, False]])
     for iterations, tol in ((0, None), (50, 1e-6)):
-        log_p, mask = _neuralsort_log_permutation(scores, valid, jnp.asarray(1.0, F64), iterations)
-        p = jnp.where(mask, jnp.exp(log_p), 0)
+        p = _neuralsort_permutation(scores, valid, jnp.asarray(1.0, F64), iterations)
         rows = jnp.sum(p, axis=-1)
         cols = jnp.sum(p, axis=-2)
         np.testing.assert_allclose(rows[0], 1, atol=1e-12)
@@ -436,6 +435,37 @@ def test_neural_ndcg_sinkhorn_makes_doubly_stochastic():
             np.testing.assert_allclose(cols, jnp.where(valid, 1.0, 0.0), atol=tol)
         else:
             assert not np.allclose(cols[0], 1, atol=1e-3)
+
+
+def _neural_ndcg_reference(scores, labels, temperature, iterations):
+    """NeuralNDCG of one unpadded list as allRank computes it, densely, in NumPy."""
+    s, y = np.asarray(scores, np.float64), np.asarray(labels, np.float64)
+    n = s.size
+    logits = (n + 1 - 2 * np.arange(1, n + 1))[:, None] * s - np.abs(s[:, None] - s).sum(1)
+    logits = (logits - logits.max(1, keepdims=True)) / temperature
+    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    for _ in range(iterations):
+        p = p / p.sum(0, keepdims=True)
+        p = p / p.sum(1, keepdims=True)
+    gains = 2**y - 1
+    discount = 1 / np.log2(np.arange(2, n + 2))
+    return -(p @ gains) @ discount / (np.sort(gains)[::-1] @ discount)
+
+
+@pytest.mark.parametrize("temperature, iterations", [(1.0, 0), (1.0, 50), (0.1, 50), (3.0, 7)])
+def test_neural_ndcg_equals_a_dense_reference(temperature, iterations):
+    scores, labels = _graded(15, shape=(4, 9))
+    loss = losses.neural_ndcg_loss(
+        scores,
+        labels,
+        temperature=temperature,
+        sinkhorn_iterations=iterations,
+        reduction="none",
+    )
+    expected = [
+        _neural_ndcg_reference(s, y, temperature, iterations) for s, y in zip(scores, labels)
+    ]
+    np.testing.assert_allclose(loss, expected, rtol=1e-12, atol=1e-14)
 
 
 # --------------------------------------------------------------------------
