@@ -97,10 +97,11 @@ NaN (with a NaN gradient), never a plausible number.
 **Long lists.** The pairwise losses, LambdaLoss and ApproxNDCG sum over the
 pairs of a list in column blocks, with each block recomputed on the way back,
 so their value and gradient take memory linear in the list length (0.1 GiB of
-temporaries at 32 lists of 10,000 items, where the pairs would take 36 GiB);
-NeuralNDCG's Sinkhorn steps keep two vectors each, so its memory does not grow
-with ``sinkhorn_iterations`` (decision 0029). None uses a custom derivative
-rule: ``grad``, ``jvp``, ``jacfwd`` and Hessian-vector products all work.
+temporaries at 32 lists of 10,000 items, where the pairs would take 36 GiB).
+NeuralNDCG relaxes the permutation itself, an (n, n) matrix per list, but its
+Sinkhorn steps scale that one matrix by two vectors, so each step adds O(n)
+memory, not a matrix (decision 0029). None uses a custom derivative rule:
+``grad``, ``jvp``, ``jacfwd`` and Hessian-vector products all work.
 
 **Rank-aware losses.** :func:`lambda_loss` takes its current ranks from the
 exact rank engine of :mod:`lodestar.metrics` (ties broken by descending index,
