@@ -394,3 +394,37 @@ def test_poly1_softmax_matches_rax_on_normalised_labels(rax):
         ours = losses.poly1_softmax_loss(scores, labels, epsilon=epsilon, reduction="none")
         theirs = rax.poly1_softmax_loss(scores, labels, epsilon=epsilon, reduce_fn=None)
         np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+
+
+@pytest.mark.parametrize("smoothing", [None, 1e-20])
+def test_gumbel_sampling_is_a_broadcast_away_from_rax_gumbel_t12n(rax, smoothing):
+    # Decision 0032: lodestar has no Gumbel transform, because every loss takes
+    # any leading batch shape; the recipe in docs/smooth.md is Rax's transform.
+    rng = np.random.default_rng(21)
+    scores = jnp.asarray(rng.normal(size=(3, 6)), F64)
+    labels = jnp.asarray(rng.integers(0, 3, size=(3, 6)), F64)
+    where = jnp.asarray(rng.random((3, 6)) < 0.8).at[:, 0].set(True)
+    key, samples, beta = jax.random.PRNGKey(7), 8, 0.5
+
+    noise = jax.random.gumbel(key, (samples, *scores.shape), scores.dtype)
+    sampled = scores + beta * noise
+    if smoothing is not None:
+        sampled = jnp.log(jax.nn.softmax(jnp.where(where, sampled, -jnp.inf)) + smoothing)
+    ours = losses.softmax_loss(
+        sampled,
+        jnp.broadcast_to(labels, sampled.shape),
+        where=jnp.broadcast_to(where, sampled.shape),
+        reduction="sum",
+    )
+    gumbel_softmax = rax.gumbel_t12n(
+        rax.softmax_loss, samples=samples, beta=beta, smoothing_factor=smoothing
+    )
+    theirs = gumbel_softmax(
+        scores,
+        labels,
+        key=key,
+        where=where,
+        label_fn=rax.utils.normalize_probabilities,
+        reduce_fn=jnp.sum,
+    )
+    np.testing.assert_allclose(ours, theirs, **TIGHT)
