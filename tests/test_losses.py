@@ -463,7 +463,8 @@ def test_neural_ndcg_equals_a_dense_reference(temperature, iterations):
         reduction="none",
     )
     expected = [
-        _neural_ndcg_reference(s, y, temperature, iterations) for s, y in zip(scores, labels)
+        _neural_ndcg_reference(s, y, temperature, iterations)
+        for s, y in zip(scores, labels, strict=True)
     ]
     np.testing.assert_allclose(loss, expected, rtol=1e-12, atol=1e-14)
 

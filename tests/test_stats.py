@@ -134,17 +134,30 @@ def test_t_test_degenerate_rows_leave_the_others_alone():
     )
 
 
-def test_t_test_outputs_default_float_dtype_and_jit():
+def test_t_test_returns_float64_without_x64_and_jits_with_it():
     a, b = runs_pair(40)
+    reference = scipy_stats.ttest_rel(a, b).pvalue
     with jax.enable_x64(False):
         eager = stats.paired_t_test(a, b)
-        jitted = jax.jit(stats.paired_t_test)(a, b)
-    assert eager.p_value.dtype == jnp.float32
-    reference = scipy_stats.ttest_rel(a, b).pvalue
-    np.testing.assert_allclose(float(eager.p_value), reference, rtol=1e-6)
-    # Under jit without x64 the inputs themselves are float32.
-    np.testing.assert_allclose(float(jitted.p_value), reference, rtol=1e-4)
-    assert stats.paired_t_test(a, b).p_value.dtype == jnp.float64
+    assert isinstance(eager.p_value, np.float64)
+    np.testing.assert_allclose(eager.p_value, reference, rtol=1e-12)
+    jitted = jax.jit(stats.paired_t_test)(a, b)  # x64 is on in the test suite
+    assert jitted.p_value.dtype == jnp.float64
+    np.testing.assert_allclose(float(jitted.p_value), reference, rtol=1e-12)
+
+
+def test_a_p_value_below_float32s_range_survives_without_x64():
+    # Two runs 0.1 apart but for a little noise: t = 147 at n = 200, and the
+    # p-value, 8.5e-205, is far below float32's smallest number (1.4e-45).
+    rng = np.random.default_rng(31)
+    a = rng.random(200)
+    b = a - 0.1 + 0.01 * rng.standard_normal(200)
+    reference = scipy_stats.ttest_rel(a, b)
+    assert 0 < reference.pvalue < 1e-200
+    with jax.enable_x64(False):
+        result = stats.paired_t_test(a, b)
+    np.testing.assert_allclose(result.p_value, reference.pvalue, rtol=1e-10)
+    np.testing.assert_allclose(result.statistic, reference.statistic, rtol=1e-12)
 
 
 # --------------------------------------------------------------------------- #
@@ -275,13 +288,19 @@ def test_randomization_under_jit_with_x64():
     assert float(jitted.p_value) == float(eager.p_value)
 
 
-def test_randomization_float32_output_without_x64():
+def test_random_tests_return_float64_without_x64():
     a, b = runs_pair(30, 0.05)
     reference = stats.randomization_test(a, b, permutations=2000)
+    booted = stats.bootstrap_test(a, b, samples=500)
     with jax.enable_x64(False):
         result = stats.randomization_test(a, b, permutations=2000)
-    assert result.p_value.dtype == jnp.float32
-    assert int(result.count) == int(reference.count)  # computed in float64 all the same
+        boot = stats.bootstrap_test(a, b, samples=500)
+    assert isinstance(result.p_value, np.float64) and isinstance(result.count, np.int64)
+    assert result.p_value == float(reference.p_value)
+    assert isinstance(boot.low, np.float64)
+    assert (boot.p_value, boot.low, boot.high) == tuple(
+        float(x) for x in (booted.p_value, booted.low, booted.high)
+    )
 
 
 def test_randomization_agrees_with_ranx_within_monte_carlo_error():
@@ -381,19 +400,20 @@ def test_bootstrap_under_jit_with_x64():
     np.testing.assert_allclose(float(jitted.high), float(eager.high), rtol=1e-14, atol=0)
 
 
-def test_random_tests_refuse_tracing_without_x64():
+def test_every_test_refuses_tracing_without_x64():
     a, b = runs_pair(10)
     message = (
-        "randomization_test computes in float64 and JAX lowers its random draws with the "
-        "configuration in force when it is traced: under jax.jit or vmap, turn "
+        "randomization_test computes and returns float64, which JAX holds (and lowers its "
+        "random draws in) only with x64 on: under jax.jit or vmap, turn "
         "jax_enable_x64 on (globally, or with jax.enable_x64(True) around the call)."
     )
     with jax.enable_x64(False):
         with pytest.raises(RuntimeError) as caught:
             jax.jit(stats.randomization_test)(a, b)
         assert str(caught.value) == message
-        with pytest.raises(RuntimeError, match="^bootstrap_test computes in float64"):
-            jax.jit(stats.bootstrap_test)(a, b)
+        for test in (stats.bootstrap_test, stats.paired_t_test):
+            with pytest.raises(RuntimeError, match=f"^{test.__name__} computes and returns"):
+                jax.jit(test)(a, b)
 
 
 # --------------------------------------------------------------------------- #

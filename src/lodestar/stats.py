@@ -30,16 +30,17 @@ of sign flips or resamples for the whole batch, and it depends only on the
 seed and ``n``, so a pair's p-value is the same whether it is tested alone or
 with others.
 
-**Precision.** Every test computes in float64 whatever ``jax_enable_x64``
-says, because p-values near a threshold and exactly tied statistics need it
-(decision 0014 records the measurement). Results are JAX arrays of JAX's
-default float dtype: float64 with x64, float32 without. The functions are
-pure and work under :func:`jax.jit`, with ``permutations`` and ``samples``
-static. The randomization and bootstrap tests need x64 on while they are
-traced (globally, or ``with jax.enable_x64(True):`` around the jitted call),
-because JAX lowers their random draws with the configuration in force then;
-they say so rather than compile in float32. Values are checked on concrete
-inputs only, as everywhere in lodestar.
+**Precision.** Every test computes in float64 and returns float64 whatever
+``jax_enable_x64`` says, because p-values near a threshold, p-values far
+below float32's range and exactly tied statistics need it (decision 0014
+records the measurements). Eager calls return NumPy float64 values (int64
+counts), scalars for a single comparison, so a p-value of 1e-230 is not
+rounded to 0 on the way out. The functions are pure and work under
+:func:`jax.jit`, with ``permutations`` and ``samples`` static, and then
+return JAX float64 arrays: they need x64 on while they are traced (globally,
+or ``with jax.enable_x64(True):`` around the jitted call), and say so rather
+than compile in float32. Values are checked on concrete inputs only, as
+everywhere in lodestar.
 
 **Degenerate inputs.** When every difference ``a - b`` of a comparison is 0,
 no test has evidence of a difference: the statistic and effect size are 0
@@ -99,6 +100,11 @@ _STYLES = ("table", "markdown", "latex")
 # --------------------------------------------------------------------------- #
 
 
+# Eager calls give NumPy float64 (int64 for counts), a scalar for one
+# comparison; traced calls, which need x64, give JAX float64 arrays.
+Float64Result = np.ndarray | np.generic | jax.Array
+
+
 class TTestResult(NamedTuple):
     """The result of :func:`paired_t_test`; arrays have the batch shape of ``a``.
 
@@ -112,11 +118,11 @@ class TTestResult(NamedTuple):
       effect_size: Cohen's d for paired data, ``d_z = mean(d) / sd(d)``.
     """
 
-    statistic: jax.Array
-    p_value: jax.Array
+    statistic: Float64Result
+    p_value: Float64Result
     degrees_of_freedom: int
-    mean_difference: jax.Array
-    effect_size: jax.Array
+    mean_difference: Float64Result
+    effect_size: Float64Result
 
 
 class RandomizationResult(NamedTuple):
@@ -134,10 +140,10 @@ class RandomizationResult(NamedTuple):
       exact: Whether every one of the ``2**n`` sign flips was enumerated.
     """
 
-    statistic: jax.Array
-    p_value: jax.Array
-    mean_difference: jax.Array
-    count: jax.Array
+    statistic: Float64Result
+    p_value: Float64Result
+    mean_difference: Float64Result
+    count: Float64Result
     permutations: int
     exact: bool
 
@@ -159,12 +165,12 @@ class BootstrapResult(NamedTuple):
       confidence: The confidence level of ``(low, high)``.
     """
 
-    statistic: jax.Array
-    p_value: jax.Array
-    mean_difference: jax.Array
-    low: jax.Array
-    high: jax.Array
-    count: jax.Array
+    statistic: Float64Result
+    p_value: Float64Result
+    mean_difference: Float64Result
+    low: Float64Result
+    high: Float64Result
+    count: Float64Result
     samples: int
     confidence: float
 
@@ -261,24 +267,24 @@ def _check_pair(a, b, *, caller: str):
 
 
 def _check_traceable(*inputs, caller: str) -> None:
-    """Refuse traced inputs when x64 is off: the random draws would lower in 32 bits."""
-    if not _validation.is_concrete(*inputs) and _output_dtypes()[0] != jnp.float64:
+    """Refuse traced inputs when x64 is off: a traced result could not be float64."""
+    if not _validation.is_concrete(*inputs) and not jax.config.read("jax_enable_x64"):
         raise RuntimeError(
-            f"{caller} computes in float64 and JAX lowers its random draws with the "
-            f"configuration in force when it is traced: under jax.jit or vmap, turn "
+            f"{caller} computes and returns float64, which JAX holds (and lowers its "
+            f"random draws in) only with x64 on: under jax.jit or vmap, turn "
             f"jax_enable_x64 on (globally, or with jax.enable_x64(True) around the call)."
         )
 
 
-def _output_dtypes():
-    """JAX's default float and int dtypes under the caller's configuration."""
-    return jax.dtypes.canonicalize_dtype(jnp.float64), jax.dtypes.canonicalize_dtype(jnp.int64)
+def _results(arrays):
+    """Concrete results as NumPy float64 and int64, whatever ``jax_enable_x64`` says.
 
-
-def _cast(x, float_dtype, int_dtype):
-    if jnp.issubdtype(x.dtype, jnp.floating):
-        return x.astype(float_dtype)
-    return x.astype(int_dtype)
+    A p-value of 1e-300 or one 5e-8 from a threshold must survive the return
+    (decision 0014); a JAX array made float64 inside ``jax.enable_x64`` would
+    be float64 in a program that cannot hold it. Traced results (x64 is then
+    on) are returned as they are.
+    """
+    return tuple(np.asarray(x)[()] if _validation.is_concrete(x) else x for x in arrays)
 
 
 def _nan_where_nonfinite(value, a, b):
@@ -723,12 +729,10 @@ def paired_t_test(a, b) -> TTestResult:
       https://doi.org/10.1145/1321440.1321528
     """
     caller = "paired_t_test"
-    float_dtype, int_dtype = _output_dtypes()
+    _check_traceable(a, b, caller=caller)
     with jax.enable_x64(True):
         a, b = _check_pair(a, b, caller=caller)
-        statistic, p_value, mean, effect = _t_kernel(a - b)
-        outputs = [_cast(x, float_dtype, int_dtype) for x in (statistic, p_value, mean, effect)]
-    statistic, p_value, mean, effect = outputs
+        statistic, p_value, mean, effect = _results(_t_kernel(a - b))
     return TTestResult(statistic, p_value, a.shape[-1] - 1, mean, effect)
 
 
@@ -817,11 +821,10 @@ def randomization_test(a, b, *, permutations: int = 100_000, seed=0) -> Randomiz
     _check_traceable(a, b, seed, caller=caller)
     permutations = _check_int(permutations, name="permutations", caller=caller, low=1)
     seed = _check_seed(seed, caller=caller)
-    float_dtype, int_dtype = _output_dtypes()
     with jax.enable_x64(True):
         a, b = _check_pair(a, b, caller=caller)
         *arrays, flips, exact = _randomization(a, b, seed, permutations)
-        statistic, p_value, mean, count = (_cast(x, float_dtype, int_dtype) for x in arrays)
+        statistic, p_value, mean, count = _results(arrays)
     return RandomizationResult(statistic, p_value, mean, count, flips, exact)
 
 
@@ -910,12 +913,10 @@ def bootstrap_test(
     samples = _check_int(samples, name="samples", caller=caller, low=1)
     seed = _check_seed(seed, caller=caller)
     confidence = _check_unit_interval(confidence, name="confidence", caller=caller)
-    float_dtype, int_dtype = _output_dtypes()
     with jax.enable_x64(True):
         a, b = _check_pair(a, b, caller=caller)
-        arrays = _bootstrap(a, b, seed, samples, confidence)
-        statistic, p_value, mean, low, high, count = (
-            _cast(x, float_dtype, int_dtype) for x in arrays
+        statistic, p_value, mean, low, high, count = _results(
+            _bootstrap(a, b, seed, samples, confidence)
         )
     return BootstrapResult(statistic, p_value, mean, low, high, count, samples, confidence)
 
