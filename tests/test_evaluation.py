@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 import lodestar
-from lodestar import stats
+from lodestar import _registry, stats
+from lodestar._trec import names
 from lodestar.cli import main
 
 MEASURES = ["ndcg@10", "ndcg", "mrr", "map", "P@5", "recall@20", "err@10"]
@@ -276,3 +277,46 @@ def test_no_measure_leaves_a_host_callback_in_the_kernel(tmp_path, kernel_progra
         if any("callback" in program for program in kernel_programs):
             with_callbacks.append(name)
     assert not with_callbacks, f"host callbacks in the kernels of {with_callbacks}"
+
+
+def _takes_a_plain_cutoff(name):
+    try:
+        names.parse(f"{name}@5")
+    except ValueError:  # a parameter it needs besides k (iprec_at_recall's recall)
+        return False
+    return True
+
+
+CUTOFF_MEASURES = [
+    name
+    for name, measure in _registry.MEASURES.items()
+    if measure.cutoff and _takes_a_plain_cutoff(name)
+]
+
+
+@pytest.mark.parametrize("trec_eval", [False, True])
+def test_cut_offs_past_int32_cut_nothing(trec_eval):
+    # A cut-off past every list is the uncut value (or, for a measure that
+    # divides by the requested k, the same count over the larger k).
+    qrels, run = generate(41)
+    huge = (2**31, 2**32, 2**40)
+
+    def values(k, **options):
+        measures = [f"{name}@{k}" for name in CUTOFF_MEASURES]
+        result = lodestar.evaluate(qrels, run, measures=measures, trec_eval=trec_eval, **options)
+        return dict(zip(CUTOFF_MEASURES, result.mean.values(), strict=True))
+
+    near, nearer = values(10**6), values(2 * 10**6)
+    for k in huge:
+        far = values(k)
+        for name in CUTOFF_MEASURES:
+            if near[name] == nearer[name]:
+                assert far[name] == near[name], (name, k)
+            else:
+                np.testing.assert_allclose(far[name] * k, near[name] * 10**6, rtol=1e-12)
+    uncut = lodestar.evaluate(qrels, run, measures=["map", "err", "hits"], trec_eval=trec_eval)
+    for k in huge:
+        cut = lodestar.evaluate(
+            qrels, run, measures=["map", "err", "hits"], trec_eval=trec_eval, max_documents=k
+        )
+        assert cut.mean == uncut.mean

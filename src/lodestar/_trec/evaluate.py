@@ -302,7 +302,13 @@ def evaluate(
             arrays = _batch_arrays(
                 bucket, batch, context, ignore_ties=definitions.ignore_ties, uses_order=uses_order
             )
-            options = tuple({"k": bucket.width if k is None else k, **extra} for k, extra in traced)
+            # A cut-off past the batch's width cuts nothing, and clipped it fits
+            # the kernel's integers (a measure that divides by the requested k
+            # reads it from its options; see Formula.with_cutoff).
+            options = tuple(
+                {"k": bucket.width if k is None else min(k, bucket.width), **extra}
+                for k, extra in traced
+            )
             values = _kernel.evaluate_formulas(
                 batch.items["score"],
                 arrays,
