@@ -361,3 +361,31 @@ def test_values_in_padding_are_never_refused():
     np.testing.assert_allclose(
         metrics.ndcg(bad, L.at[0, 2].set(-1), where=where), metrics.ndcg(S[:, :2], L[:, :2])
     )
+
+
+@pytest.mark.parametrize(
+    "scores, labels, which, value",
+    [
+        (np.array([[2**31, 1]]), np.array([[1, 0]]), "scores", "int64 holding 2147483648"),
+        (np.array([[-(2**31) - 1, 1]]), np.array([[1, 0]]), "scores", "holding -2147483649"),
+        (np.array([[2**40, 1]], np.uint64), np.array([[1, 0]]), "scores", "uint64 holding"),
+        (np.array([[3, 1]]), np.array([[2**31, 0]]), "labels", "int64 holding 2147483648"),
+        ([[2**31, 1]], [[1, 0]], "scores", "int64 holding 2147483648"),
+    ],
+)
+def test_integers_that_would_wrap_without_x64_are_refused(scores, labels, which, value):
+    message = (
+        f"outside the range of {'uint32' if 'uint' in value else 'int32'} that JAX holds them "
+        f"in without jax_enable_x64 (it would wrap around). Turn jax_enable_x64 on, or pass "
+        f"{which} as floats."
+    )
+    with jax.enable_x64(False):
+        with pytest.raises(ValueError, match=f"^dcg got {which} of dtype .*{value}"):
+            metrics.dcg(scores, labels)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            metrics.dcg(scores, labels)
+        # What fits is held exactly: the largest int32 score ranks first.
+        top = metrics.reciprocal_rank(np.array([[2**31 - 1, 1]]), np.array([[1, 0]]))
+        assert float(top[0]) == 1.0
+    # With x64 on, JAX holds int64 and nothing is refused.
+    assert np.isfinite(float(metrics.dcg(scores, labels)[0]))

@@ -403,7 +403,35 @@ def _as_numeric_array(x, *, name: str, caller: str) -> jax.Array:
         jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_)
     ) or jnp.issubdtype(dtype, jnp.complexfloating):
         raise ValueError(f"{caller} expects real-valued numeric {name}; got dtype {dtype}.")
+    if not isinstance(x, jax.Array):
+        check_integers_fit(x, dtype, name=name, caller=caller)
     return jnp.asarray(x)
+
+
+def check_integers_fit(x, dtype: np.dtype, *, name: str, caller: str) -> None:
+    """Refuse host integers that JAX's narrower integer dtype would wrap around.
+
+    Without ``jax_enable_x64`` JAX holds int64 as int32 and uint64 as uint32,
+    and converts by wrapping: a score of 2**31 would rank as -2**31. Integers
+    that fit convert exactly, and are accepted.
+    """
+    if not jnp.issubdtype(dtype, jnp.integer):
+        return
+    held = np.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    if held == dtype:
+        return
+    values = np.asarray(x)
+    if values.size == 0:
+        return
+    low, high = values.min(), values.max()
+    bounds = np.iinfo(held)
+    if low < bounds.min or high > bounds.max:
+        outside = low if low < bounds.min else high
+        raise ValueError(
+            f"{caller} got {name} of dtype {dtype} holding {outside}, outside the range "
+            f"of {held} that JAX holds them in without jax_enable_x64 (it would wrap "
+            f"around). Turn jax_enable_x64 on, or pass {name} as floats."
+        )
 
 
 def is_concrete(*arrays) -> bool:
