@@ -168,6 +168,49 @@ def test_relevance_level_zero_counts_judged_documents_never_unjudged_ones(tmp_pa
     assert "-l: relevance level -1 is negative" in capsys.readouterr().err
 
 
+def _strict_json(text):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_negative_judgments_give_no_nan_to_any_measure(tmp_path, capsys):
+    # A query judged only negatively: its documents are unjudged under
+    # trec_eval's definitions, and rbp once divided by a top grade of -1.
+    qrels = write(tmp_path, "q", b"q1 0 a -1\nq1 0 b -2\nq2 0 a 1\nq2 0 c 0\nq3 0 a 2\n")
+    run = write(
+        tmp_path,
+        "r",
+        b"q1 Q0 a 1 1.0 t\nq1 Q0 b 2 0.5 t\nq1 Q0 z 3 0.2 t\nq2 Q0 a 1 1.0 t\nq3 Q0 c 1 1 t\n",
+    )
+    assert main(["evaluate", qrels, run, "--trec-eval", "-m", "all_trec", "-q", "--json"]) == 0
+    document = _strict_json(capsys.readouterr().out)
+    values = [*document["mean"].values()]
+    values += [v for query in document["per_query"].values() for v in query.values()]
+    numbers = [v for v in values if isinstance(v, float)]
+    assert numbers and all(np.isfinite(numbers))
+    assert document["per_query"]["q1"]["rbp"] == 0.0
+
+
+@pytest.mark.parametrize("measure", ["utility.1e308,1e308,0,0", "G.1=1e154", "ndcg.1=1e308"])
+def test_gains_whose_sums_overflow_are_refused(measure, capsys):
+    files = [str(TREC_EVAL / "qrels.test"), str(TREC_EVAL / "results.test")]
+    assert main(["evaluate", *files, "-m", measure, "--json"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "is not a finite number for query '301': its gains or parameters overflow" in (
+        captured.err
+    )
+
+
+def test_json_has_no_nan_even_for_a_value_that_is_not_a_number():
+    from lodestar.cli import _finite_or_null
+
+    document = {"mean": {"a": float("nan"), "b": 0.5}, "range": [float("inf"), 1.0]}
+    assert _finite_or_null(document) == {"mean": {"a": None, "b": 0.5}, "range": [None, 1.0]}
+
+
 def test_err_top_grade_comes_from_the_whole_qrels(tmp_path, capsys):
     # Taken from the evaluated queries, a query's ERR changed with the other
     # queries of the run: 0.9335 against 0.6241 for query 302 here.

@@ -586,7 +586,23 @@ def _write_json(
                 for i, qid in enumerate(query_ids)
             }
         document["tie_range"] = ranges
-    out.write(json.dumps(document, indent=2) + "\n")
+    out.write(json.dumps(_finite_or_null(document), indent=2, allow_nan=False) + "\n")
+
+
+def _finite_or_null(value):
+    """``value`` with every NaN or infinite float as None: JSON has no NaN.
+
+    Python's ``json`` would write ``NaN`` and ``Infinity``, which strict
+    parsers (``jq``, JavaScript, Go) refuse; ``null`` is what JSON has for a
+    value that is not a number.
+    """
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _judgment_groups(args) -> bool:

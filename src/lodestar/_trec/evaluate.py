@@ -160,7 +160,9 @@ def _query_context(
     if "num_judged_nonrelevant" in wanted:
         per_list["num_judged_nonrelevant"] = judgments.totals((grade >= 0) & (grade < level))
     if "max_label" in wanted:
-        per_list["max_label"] = judgments.maxima(grade, 0).astype(np.float64)
+        # A negative judgment is read as unjudged, gain 0 (trec_eval), so a
+        # query judged only negatively has a largest gain of 0, not below it.
+        per_list["max_label"] = np.maximum(judgments.maxima(grade, 0), 0).astype(np.float64)
     # The ideal's linear gains, sorted here so that the kernel needs no sort:
     # under trec_eval's definitions the judged documents' (those of gain 0
     # change nothing), else the retrieved list's. Every measure with an ideal
@@ -324,7 +326,26 @@ def evaluate(
             in_flight = (batch.queries, values)
         if in_flight is not None:
             collect(*in_flight)
+    _check_finite(results, joined.query_ids)
     return results
+
+
+def _check_finite(results: dict[str, np.ndarray], query_ids: Sequence[bytes]) -> None:
+    """Refuse a value that is not a finite number: never print NaN for a valid file.
+
+    Every measure is finite on finite gains and parameters; what is not comes
+    from gains or parameters whose sums overflow float64 (``G.1=1e154``,
+    ``utility.1e308,...``), and is refused rather than printed.
+    """
+    for name, values in results.items():
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            query = query_ids[bad[0]].decode("utf-8", "backslashreplace")
+            raise ValueError(
+                f"{name} is not a finite number for query {query!r}: its gains or "
+                f"parameters overflow float64 (largest {np.finfo(np.float64).max:.1e}); "
+                f"give smaller ones."
+            )
 
 
 def _descending_per_query(judgments: Lists, grades: np.ndarray, keep: np.ndarray) -> Lists:
