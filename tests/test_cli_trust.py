@@ -439,3 +439,64 @@ def test_a_trec_depth_run_evaluates_the_same_every_time(trec_depth):
     assert len(outputs) == 1
     values = table(outputs.pop().decode())
     assert values[("num_q", "all")] == "1500"
+
+
+@pytest.mark.parametrize(
+    "measure, message",
+    [
+        ("P.٥", "measure 'P.٥': the cut-off '٥' is not a number"),
+        ("P@٥", "measure 'P@٥': the cut-off '٥' is not a whole number"),
+        ("ndcg.٣=2", "GainTable.parse expects comma-separated level=gain pairs"),
+        ("ndcg.1=1_0", "GainTable.parse expects comma-separated level=gain pairs"),
+        ("utility.1_0,1,1,1", "the parameter '1_0' is not a finite number"),
+        ("rbp.p=-0.5", "The 'p' parameter of rbp must be a float in the range (0.0, 1.0)"),
+        ("rbp.p=1", "The 'p' parameter of rbp must be a float in the range (0.0, 1.0)"),
+        ("rbp_resid.p=0", "The 'p' parameter of rbp_resid must be a float in the range (0.0,"),
+        ("set_F.-1", "The 'beta' parameter of set_F must be a float in the range [0.0, inf)"),
+        ("Rprec_mult.0", "The 'multiple' parameter of Rprec must be a float in the range (0.0,"),
+    ],
+)
+def test_measure_parameters_take_ascii_numbers_in_their_range(measure, message, capsys):
+    assert main(["evaluate", "--example", "-m", measure]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_gain_for_a_level_past_every_integer_is_held():
+    # It matches no judgment: the gains are the plain levels, as without it.
+    files = [str(TREC_EVAL / "qrels.test"), str(TREC_EVAL / "results.test")]
+    assert main(["evaluate", *files, "-m", "ndcg.99999999999999999999=1", "--json"]) == 0
+
+
+def test_each_registry_interval_is_the_functions_own():
+    # The command line checks trec_eval parameters against Option.interval; the
+    # function checks its keyword itself. Just inside, both accept; just
+    # outside, both refuse.
+    from lodestar import InvalidParameterError, _registry
+
+    scores, labels = np.array([[0.3, 0.2, 0.1]]), np.array([[1, 0, 1]])
+    checked = 0
+    for measure in _registry.MEASURES.values():
+        for option in measure.options:
+            if option.interval is None:
+                continue
+            low, high, closed = option.interval
+            extra = {"max_label": 1} if "max_label" in {o.name for o in measure.options} else {}
+
+            def call(value, measure=measure, option=option, extra=extra):
+                return measure.function(scores, labels, **{option.name: value}, **extra)
+
+            inside = [low if closed in ("left", "both") else np.nextafter(low, high)]
+            outside = [low if closed in ("neither", "right") else np.nextafter(low, -np.inf)]
+            if np.isfinite(high):
+                inside.append(high if closed in ("right", "both") else np.nextafter(high, low))
+                outside.append(
+                    high if closed in ("neither", "left") else np.nextafter(high, np.inf)
+                )
+            for value in inside:
+                call(float(value))
+            for value in outside:
+                with pytest.raises(InvalidParameterError, match=f"'{option.name}' parameter"):
+                    call(float(value))
+            checked += 1
+    assert checked >= 4

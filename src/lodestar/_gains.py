@@ -10,13 +10,14 @@ import dataclasses
 import functools
 import math
 import numbers
+import re
 from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lodestar import _ranking, _validation
+from lodestar import _ranking, _registry, _validation
 
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
@@ -246,10 +247,11 @@ class GainTable:
         gains = {}
         for pair in text.split(","):
             level, equals, gain = pair.partition("=")
-            try:
+            parsed_level = parsed_gain = None
+            # ASCII digits only, as trec_eval's C parser reads them (int() and
+            # float() would take other scripts' digits and underscores too).
+            if re.fullmatch(r"[0-9]+", level) and _registry.REAL_NUMBER.fullmatch(gain):
                 parsed_level, parsed_gain = int(level), float(gain)
-            except ValueError:
-                parsed_level = parsed_gain = None
             if not equals or parsed_level is None or parsed_level in gains:
                 raise _validation.InvalidParameterError(
                     "GainTable.parse expects comma-separated level=gain pairs with each "
@@ -265,7 +267,9 @@ class GainTable:
             labels = labels.astype(jnp.result_type(float))
         gains = labels
         for level, gain in zip(self.levels, self.gains, strict=True):
-            gains = jnp.where(labels == level, jnp.asarray(gain, labels.dtype), gains)
+            # As a float: a level past the labels' integers matches none of them.
+            at_level = labels == jnp.asarray(float(level), labels.dtype)
+            gains = jnp.where(at_level, jnp.asarray(gain, labels.dtype), gains)
         return gains
 
     def __repr__(self) -> str:

@@ -19,12 +19,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from lodestar._rank_sums import RankSum
     from lodestar.metrics._kernel import Formula
+
+# A real number in a measure's parameters, as trec_eval's C parser reads one:
+# ASCII digits only (Python's float() also takes other scripts' digits and
+# underscores). The command line's parser and GainTable.parse share it.
+REAL_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 REQUIRED = object()
 """The default of an option that every call must give (ERR's ``max_label``)."""
@@ -38,11 +45,16 @@ class Option:
       name: The keyword.
       default: Its default, or :data:`REQUIRED`.
       example: A valid value, for tests and benchmarks.
+      interval: For a real-valued option, ``(low, high, closed)`` as
+        :func:`lodestar._validation.check_float_in_range` takes them: the
+        range the command line checks a trec_eval parameter against. The
+        function checks the same range itself; a test holds the two equal.
     """
 
     name: str
     default: Any
     example: Any
+    interval: tuple[float, float, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,7 +381,7 @@ MEASURES: Mapping[str, Measure] = {
                 ),
             ),
             context=("num_relevant",),
-            options=(Option("multiple", 1.0, 0.6),),
+            options=(Option("multiple", 1.0, 0.6, (0.0, math.inf, "neither")),),
             oracle="rprec_mult_of_order",
         ),
         Measure(
@@ -437,7 +449,7 @@ MEASURES: Mapping[str, Measure] = {
             names=("set_f",),
             trec=(TrecFamily("set_F", "beta"),),
             context=("num_relevant",),
-            options=(Option("beta", 1.0, 0.5),),
+            options=(Option("beta", 1.0, 0.5, (0.0, math.inf, "left")),),
             oracle="set_f_of_order",
         ),
         # utility.a,b,c,d gives all four coefficients as one value (one
@@ -481,7 +493,7 @@ MEASURES: Mapping[str, Measure] = {
             names=("rank_biased_precision",),
             trec=(TrecFamily("rbp", "p"),),
             context=("max_label",),
-            options=(Option("p", 0.9, 0.5),),
+            options=(Option("p", 0.9, 0.5, (0.0, 1.0, "neither")),),
             oracle="rbp_of_order",
         ),
         Measure(
@@ -493,7 +505,7 @@ MEASURES: Mapping[str, Measure] = {
             names=("rank_biased_precision_residual",),
             trec=(TrecFamily("rbp_resid", "p"),),
             context=("judged",),
-            options=(Option("p", 0.9, 0.5),),
+            options=(Option("p", 0.9, 0.5, (0.0, 1.0, "neither")),),
             oracle="rbp_resid_of_order",
         ),
         # Per query gm_map is average precision; trec_eval prints no -q line

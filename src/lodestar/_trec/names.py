@@ -168,8 +168,13 @@ def unknown(text: str) -> ValueError:
     )
 
 
+# Whole numbers in ASCII digits, as trec_eval's C parser reads them (int()
+# would also take other scripts' digits and underscores).
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def _cutoff(text: str, token: str) -> int:
-    if not re.fullmatch(r"\d+", token):
+    if not _DIGITS.fullmatch(token):
         raise ValueError(f"measure {text!r}: the cut-off {token!r} is not a whole number")
     k = int(token)
     if k < 1:
@@ -179,16 +184,13 @@ def _cutoff(text: str, token: str) -> int:
 
 def _trec_cutoff(text: str, token: str) -> int:
     """A cut-off as trec_eval reads one: a number, its fraction dropped."""
-    if not re.fullmatch(r"\d+(\.\d*)?", token):
+    if not re.fullmatch(r"[0-9]+(\.[0-9]*)?", token):
         raise ValueError(f"measure {text!r}: the cut-off {token!r} is not a number")
     return _cutoff(text, token.partition(".")[0])
 
 
 def _real(text: str, token: str) -> float:
-    try:
-        value = float(token)
-    except ValueError:
-        value = math.nan
+    value = float(token) if _registry.REAL_NUMBER.fullmatch(token) else math.nan
     if not math.isfinite(value):
         raise ValueError(f"measure {text!r}: the parameter {token!r} is not a finite number")
     return value
@@ -227,6 +229,29 @@ def _combined_option(text: str, parameter: str, parameters: str) -> Any:
     return _real(text, value if equals else parameters)
 
 
+def _in_interval(text: str, measure: _registry.Measure, parameter: str, value: Any) -> Any:
+    """``value`` if it lies in the range the measure's function accepts for it."""
+    option = next((o for o in measure.options if o.name == parameter), None)
+    if option is None or option.interval is None:
+        return value
+    low, high, closed = option.interval
+    above = value >= low if closed in ("left", "both") else value > low
+    below = value <= high if closed in ("right", "both") else value < high
+    if above and below:
+        return value
+    # The refusal is worded by _validation, which imports JAX: only on a refusal,
+    # so that parsing stays free of it (decision 0027).
+    from lodestar import _validation
+
+    try:
+        _validation.check_float_in_range(
+            value, name=parameter, caller=measure.key, low=low, high=high, closed=closed
+        )
+    except _validation.InvalidParameterError as error:
+        raise ValueError(f"measure {text!r}: {error}") from None
+    raise AssertionError(f"{value} is outside {option.interval} yet accepted")
+
+
 def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
     if family.parameter is None:
         raise ValueError(f"measure {family.name!r} takes no parameters; got {text!r}")
@@ -235,6 +260,7 @@ def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
         return [_at(measure, family, k) for k in ks]
     if family.combined or family.parameter not in ("multiple", "recall"):
         value = _combined_option(text, family.parameter, parameters)
+        value = _in_interval(text, measure, family.parameter, value)
         return [
             Request(
                 f"{family.name}_{parameters}",
@@ -244,7 +270,12 @@ def _with_parameters(text, measure, family, parameters: str) -> list[Request]:
             )
         ]
     read = _level if family.parameter == "recall" else _real
-    values = sorted({read(text, p) for p in parameters.split(",")})
+    values = sorted(
+        {
+            _in_interval(text, measure, family.parameter, read(text, p))
+            for p in parameters.split(",")
+        }
+    )
     return [_at(measure, family, value) for value in values]
 
 
