@@ -7,6 +7,8 @@ float32 scores: 1e-9 absolute per query, as in test_trec_eval_agreement.py.
 """
 
 import json
+import os
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -143,6 +145,45 @@ def test_refusals(qrels, run, error, message):
         return
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         lodestar.evaluate(qrels, run, ["mrr"])
+
+
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"max_documents": 0}, "max_documents", "[1, inf) or None. Got 0 instead."),
+        ({"max_documents": -1}, "max_documents", "[1, inf) or None. Got -1 instead."),
+        ({"max_documents": 1.5}, "max_documents", "[1, inf) or None. Got 1.5 instead."),
+        ({"max_documents": True}, "max_documents", "[1, inf) or None. Got True instead."),
+        ({"relevance_level": None}, "relevance_level", "[0, inf). Got None instead."),
+        ({"relevance_level": -1}, "relevance_level", "[0, inf). Got -1 instead."),
+        ({"relevance_level": 0.5}, "relevance_level", "[0, inf). Got 0.5 instead."),
+    ],
+)
+@pytest.mark.parametrize("function", ["evaluate", "compare"])
+def test_options_are_checked_in_scikit_learns_words(function, options, error, message):
+    qrels, run = generate(43)
+    if function == "compare" and "max_documents" in options:
+        pytest.skip("compare has no max_documents")
+    text = f"The '{error}' parameter of {function} must be an int in the range {message}"
+    with pytest.raises(lodestar.InvalidParameterError, match=re.escape(text)):
+        if function == "evaluate":
+            lodestar.evaluate(qrels, run, ["map"], **options)
+        else:
+            lodestar.compare(qrels, {"a": run, "b": run}, ["map"], **options)
+
+
+@pytest.mark.parametrize("measures", [None, 3, ["map", None]])
+def test_measures_must_be_names(measures):
+    qrels, run = generate(43)
+    with pytest.raises(TypeError, match="measures must be a measure name or a sequence of them"):
+        lodestar.evaluate(qrels, run, measures)
+
+
+def test_a_bytes_path_is_a_path(tmp_path):
+    qrels, run = generate(44)
+    qrels_path, run_path = write_trec(tmp_path, qrels, run)
+    by_bytes = lodestar.evaluate(os.fsencode(qrels_path), os.fsencode(run_path), ["map"])
+    assert by_bytes.mean == lodestar.evaluate(qrels_path, run_path, ["map"]).mean
 
 
 def test_unknown_measure():

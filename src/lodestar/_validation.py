@@ -830,12 +830,22 @@ def check_int_or_none(value, *, name: str, caller: str, low: int):
       InvalidParameterError: ``value`` is not None and not an int (a bool is
         not) of at least ``low``.
     """
-    if value is None:
+    return check_int(value, name=name, caller=caller, low=low, none=True)
+
+
+def check_int(value, *, name: str, caller: str, low: int, none: bool = False):
+    """Return ``value`` as an int ``>= low`` (or None where ``none``); refuse anything else.
+
+    Raises:
+      InvalidParameterError: ``value`` is not an int (a bool is not) of at
+        least ``low``, in scikit-learn's words.
+    """
+    if value is None and none:
         return None
     if not is_int(value) or value < low:
         raise InvalidParameterError(
             f"The '{name}' parameter of {caller} must be an int in the range "
-            f"[{low}, inf) or None. Got {value!r} instead."
+            f"[{low}, inf){' or None' if none else ''}. Got {value!r} instead."
         )
     return int(value)
 

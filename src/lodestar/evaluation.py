@@ -140,6 +140,8 @@ def _columns(table, *, qrels: bool, name: str):
 def _load(source, *, qrels: bool) -> _read.TrecFile:
     """A qrels or run from a path, nested dicts, a DataFrame or an Arrow table."""
     kind = "qrels" if qrels else "run"
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)  # a path in the file system's encoding
     if isinstance(source, str | os.PathLike):
         return _read.read_qrels(source) if qrels else _read.read_run(source)
     if isinstance(source, Mapping):
@@ -216,6 +218,16 @@ def run_joined(
     return joined, values, extremes
 
 
+def _check_cut(relevance_level, max_documents, *, caller: str) -> tuple[int, int | None]:
+    """``relevance_level`` (an int >= 0) and ``max_documents`` (an int >= 1 or None)."""
+    from lodestar import _validation
+
+    return (
+        _validation.check_int(relevance_level, name="relevance_level", caller=caller, low=0),
+        _validation.check_int_or_none(max_documents, name="max_documents", caller=caller, low=1),
+    )
+
+
 def _requests(measures) -> list[_names.Request]:
     """The measures asked for.
 
@@ -225,6 +237,11 @@ def _requests(measures) -> list[_names.Request]:
     """
     if isinstance(measures, str):
         measures = [measures]
+    if not isinstance(measures, Sequence) or not all(isinstance(m, str) for m in measures):
+        raise TypeError(
+            f"measures must be a measure name or a sequence of them, such as "
+            f"['ndcg@10', 'map']; got {measures!r}"
+        )
     measures = list(measures)
     if _names.names_relstring(measures):
         raise ValueError(
@@ -285,7 +302,9 @@ def evaluate(
       ValueError: an unknown measure; a malformed record (the message names
         the file or source and the line or record); no query to evaluate.
       TypeError: a source of another kind, or ids that are not str, bytes
-        or int.
+        or int; ``measures`` not a name or a sequence of names.
+      InvalidParameterError: ``relevance_level`` not an int >= 0, or
+        ``max_documents`` not None and not an int >= 1.
       OSError: a file cannot be read.
 
     Example:
@@ -301,8 +320,7 @@ def evaluate(
       Information Retrieval*, MIT Press, 2005.
     """
     requests = _requests(measures)
-    if relevance_level is not None and not isinstance(relevance_level, int | np.integer):
-        raise TypeError(f"relevance_level must be an int; got {relevance_level!r}")
+    relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller="evaluate")
     definitions = _evaluate.Definitions(
         trec_eval=bool(trec_eval),
         relevance_level=int(relevance_level),
@@ -401,6 +419,8 @@ def compare(
     """
     from lodestar import stats
 
+    _requests(measures)
+    _check_cut(relevance_level, None, caller="compare")
     if not isinstance(runs, Mapping):
         runs = {
             (os.fspath(run) if isinstance(run, str | os.PathLike) else f"run{i + 1}"): run
