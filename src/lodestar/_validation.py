@@ -26,7 +26,7 @@ import functools
 import math
 import numbers
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import Any, Literal, overload
 
 import jax
 import jax.core
@@ -833,21 +833,30 @@ def check_int_or_none(value, *, name: str, caller: str, low: int):
     return check_int(value, name=name, caller=caller, low=low, none=True)
 
 
-def check_int(value, *, name: str, caller: str, low: int, none: bool = False):
+@overload
+def check_int(value: Any, *, name: str, caller: str, low: int) -> int: ...
+
+
+@overload
+def check_int(value: Any, *, name: str, caller: str, low: int, none: bool) -> int | None: ...
+
+
+def check_int(value: Any, *, name: str, caller: str, low: int, none: bool = False) -> int | None:
     """Return ``value`` as an int ``>= low`` (or None where ``none``); refuse anything else.
 
     Raises:
       InvalidParameterError: ``value`` is not an int (a bool is not) of at
         least ``low``, in scikit-learn's words.
     """
-    if value is None and none:
-        return None
-    if not is_int(value) or value < low:
-        raise InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be an int in the range "
-            f"[{low}, inf){' or None' if none else ''}. Got {value!r} instead."
-        )
-    return int(value)
+    if value is None:
+        if none:
+            return None
+    elif is_int(value) and value >= low:
+        return int(value)
+    raise InvalidParameterError(
+        f"The '{name}' parameter of {caller} must be an int in the range "
+        f"[{low}, inf){' or None' if none else ''}. Got {value!r} instead."
+    )
 
 
 @overload
