@@ -500,3 +500,30 @@ def test_each_registry_interval_is_the_functions_own():
                     call(float(value))
             checked += 1
     assert checked >= 4
+
+
+def _bad_paths(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    return {
+        "missing": (tmp_path / "missing", "No such file or directory"),
+        "under a file": (a_file / "x", "Not a directory"),
+        "symlink loop": (tmp_path / "loop1", "Too many levels of symbolic links"),
+        "name too long": (tmp_path / ("a" * 300), "File name too long"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["missing", "under a file", "symlink loop", "name too long"])
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_a_path_that_names_no_file_is_a_usage_error(tmp_path, capsys, kind, command):
+    path, reason = _bad_paths(tmp_path)[kind]
+    run = str(TREC_EVAL / "results.test")
+    args = [str(path), run] if command == "evaluate" else [str(TREC_EVAL / "qrels.test"), run]
+    if command == "compare":
+        args.append(str(path))
+    assert main([command, *args]) == 2
+    err = capsys.readouterr().err
+    assert f"lodestar: error: cannot read {str(path)!r}: {reason}\n" in err
+    assert "[Errno" not in err

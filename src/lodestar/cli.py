@@ -22,6 +22,7 @@ measure, a missing file), 130 when interrupted.
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import json
 import math
@@ -646,8 +647,18 @@ def _open(path: str, reader, progress: _Progress):
     progress.begin(f"reading {path}")
     try:
         return reader(path, progress=report)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as error:
+    except OSError as error:
+        # A path that names no readable file is the caller's mistake (status
+        # 2), however the system words it; a failure while reading is not.
+        if error.errno not in _PATH_ERRORS:
+            raise
         raise UsageError(f"cannot read {path!r}: {error.strerror}") from None
+
+
+# ENOENT, EISDIR, EACCES, ENOTDIR, ELOOP, ENAMETOOLONG: the path itself is wrong.
+_PATH_ERRORS = frozenset(
+    (errno.ENOENT, errno.EISDIR, errno.EACCES, errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG)
+)
 
 
 def _check_evaluate_arguments(args: argparse.Namespace) -> None:
