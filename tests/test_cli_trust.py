@@ -527,3 +527,21 @@ def test_a_path_that_names_no_file_is_a_usage_error(tmp_path, capsys, kind, comm
     err = capsys.readouterr().err
     assert f"lodestar: error: cannot read {str(path)!r}: {reason}\n" in err
     assert "[Errno" not in err
+
+
+def test_relstring_reads_negative_judgments_and_max_documents_as_trec_eval_does(tmp_path, capsys):
+    # form_res_rels.c: every negative judgment is "in the pool, unjudged",
+    # '.'; a document missing from the qrels is '-'; -M cuts the string.
+    qrels = write(tmp_path, "q", b"q1 0 a -1\nq1 0 b -2\nq1 0 c -7\nq1 0 d 12\nq1 0 e 3\n")
+    run = write(
+        tmp_path,
+        "r",
+        b"".join(
+            b"q1 Q0 %s %d %f t\n" % (d, i, 1 - i / 10)
+            for i, d in enumerate(b"a b c d e x y".split())
+        ),
+    )
+    out = evaluate(capsys, qrels, run, "--trec-eval", "-q", "-m", "relstring")
+    assert out.splitlines()[0].split("\t")[2] == "'...>3--'"
+    out = evaluate(capsys, qrels, run, "--trec-eval", "-q", "-M", "3", "-m", "relstring")
+    assert out.splitlines()[0].split("\t")[2] == "'...'"

@@ -450,10 +450,11 @@ def _relstrings(joined: _join.Joined, length: int) -> list[bytes]:
 
     One character per document in trec_eval's order (score, then docno,
     descending), as m_relstring.c writes it: the grade for 0 to 9, ``>``
-    above 9, ``-`` for a document not in the qrels, ``.`` for one judged -1
-    (in the pool, not judged) and ``<`` for any other negative judgment.
-    The string depends on one order of tied documents, so it is the same
-    with and without ``--ignore-ties``.
+    above 9, ``-`` for a document not in the qrels and ``.`` for one judged
+    negative (in the pool, not judged: form_res_rels.c reads every negative
+    judgment so, so trec_eval's ``<`` never appears). ``length`` is already cut
+    to ``-M``. The string depends on one order of tied documents, so it is the
+    same with and without ``--ignore-ties``.
     """
     import numpy as np
 
@@ -472,13 +473,21 @@ def _relstrings(joined: _join.Joined, length: int) -> list[bytes]:
             elif g >= 0:
                 characters.append(str(g))
             else:
-                characters.append("." if g == -1 else "<")
+                characters.append(".")
         strings.append("".join(characters).encode())
     return strings
 
 
 def _write_table(
-    out, joined, requests, results, *, per_query: bool, extremes=None, trec_order=False
+    out,
+    joined,
+    requests,
+    results,
+    *,
+    per_query: bool,
+    extremes=None,
+    trec_order=False,
+    max_documents: int | None = None,
 ) -> None:
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, ``all`` for the aggregate.
 
@@ -499,7 +508,8 @@ def _write_table(
     for r in requests:
         if r.family == "relstring":
             assert r.k is not None  # the names give every relstring its length
-            relstrings[r.name] = _relstrings(joined, r.k)
+            length = r.k if max_documents is None else min(r.k, max_documents)
+            relstrings[r.name] = _relstrings(joined, length)
 
     def line(request, qid: bytes, value, bounds: tuple = ()) -> bytes:
         integer = request.measure.integer
@@ -768,6 +778,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             per_query=args.per_query,
             extremes=extremes,
             trec_order=args.trec_eval,
+            max_documents=args.max_documents,
         )
     out.flush()
     if args.plot:
