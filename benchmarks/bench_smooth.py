@@ -1,4 +1,4 @@
-"""Wall-clock cost of lodestar's differentiable losses against Rax (value and gradient).
+"""Time and memory of lodestar's differentiable losses against Rax (value and gradient).
 
 What is measured
 ----------------
@@ -48,6 +48,54 @@ device before timing. The ratio ``rax/lodestar`` > 1 means lodestar is faster.
 On a shared machine absolute times move by tens of percent between runs; read
 the ratios, and re-run a suspicious row with ``--only``.
 
+Losses at training sizes
+------------------------
+Three more sections cover every loss of ``lodestar.losses`` (``__all__``),
+each with its defaults, against its Rax counterpart where Rax has one:
+
+===============================  ==================================================
+lodestar                         rax
+===============================  ==================================================
+``softmax_loss``                 ``softmax_loss(label_fn=normalize_probabilities)``
+``poly1_softmax_loss``           ``poly1_softmax_loss``
+``listmle_loss``                 ``listmle_loss``
+``pointwise_mse_loss``           ``pointwise_mse_loss``
+``pointwise_sigmoid_loss``       ``pointwise_sigmoid_loss``
+``pairwise_logistic_loss``       ``pairwise_logistic_loss``
+``pairwise_hinge_loss``          ``pairwise_hinge_loss``
+``pairwise_soft_zero_one_loss``  ``pairwise_soft_zero_one_loss``
+``lambda_loss``                  ``lambda_full`` above (NDCG-Loss2++ weights)
+``approx_ndcg_loss``             ``approx_t12n(ndcg_metric)``
+``neural_ndcg_loss``             none
+===============================  ==================================================
+
+1. *Memory*: XLA's temporary bytes of the value and gradient,
+   ``jax.jit(jax.value_and_grad(loss)).lower(s, y).compile()
+   .memory_analysis().temp_size_in_bytes``, for float32 ``ShapeDtypeStruct``
+   scores and labels at 256 x 1,000 and 32 x 10,000. These are compiled,
+   **never run**: Rax's pairwise losses need tens of GiB there, and
+   NeuralNDCG, which holds an (n, n) matrix per list, over 100 GiB at
+   32 x 10,000.
+   Reported in GiB (2**30 bytes) with the ratio rax/lodestar; ``--json``
+   keeps the argument, output and alias bytes too.
+2. *NeuralNDCG's Sinkhorn iterations*: the same temporaries for
+   ``neural_ndcg_loss(sinkhorn_iterations=i)`` at 16 x 1,000, i in 0, 5, 50,
+   200 (compiled only).
+3. *Time at training sizes*: every loss at 201 x 32 (a LETOR-sized batch),
+   256 x 1,000 and 16 x 1,000, timed as described above, but compiled ahead of time
+   (``compile_s`` in ``--json``) and run only when XLA's temporaries are
+   within ``--max-run-gib`` (default 8); a row over it is reported, not run.
+   NeuralNDCG is timed only where ``lists * n * n`` is at most 16,000,000
+   (201 x 32 and 16 x 1,000, not 256 x 1,000, where one call would take
+   about 16 times its 16 x 1,000 time).
+   The column ``x lambda_loss`` is each lodestar loss's time over lodestar's
+   ``lambda_loss`` time at the same shape, in the same process; lambda_loss is
+   timed at each shape whenever any row of this section runs.
+
+``--quick`` runs all three at tiny shapes (4 x 64 for time and memory, 2 x 64
+for the iterations). Each loss is compiled once per shape, for both its
+memory and its timed rows.
+
 Rax
 ---
 Rax 0.4.0, the latest release, which the test extra pins
@@ -71,10 +119,13 @@ Usage
     python benchmarks/bench_smooth.py --quick          # CI smoke test, seconds
     python benchmarks/bench_smooth.py --reps 9 --json results/smooth.json
     python benchmarks/bench_smooth.py --only lambda,softmax   # re-run some rows
+    python benchmarks/bench_smooth.py --only neural_ndcg_loss,sinkhorn
     python benchmarks/bench_smooth.py --no-rax         # skip Rax even if present
 
-``XLA_FLAGS`` is left as the environment sets it (normally unset); the header
-prints it.
+``--only`` takes rows of any section: the five rows above, ``ranks_permutahedron``,
+the names of lodestar's losses (their training-size time and memory rows) and
+``sinkhorn`` (the iterations sweep). ``XLA_FLAGS`` is left as the environment
+sets it (normally unset); the header prints it.
 """
 
 from __future__ import annotations
@@ -97,6 +148,39 @@ QUICK_RANK_SHAPES = ((1, 256), (4, 256))
 LOSSES = ("approx_ndcg", "softmax", "pairwise_logistic", "lambda", "lambda_full")
 RANKS = "ranks_permutahedron"
 MU = 10.0  # lodestar.losses.lambda_loss's default mu
+
+# Losses at training sizes (every loss of lodestar.losses).
+TRAINING_SHAPES = ((201, 32), (256, 1_000), (16, 1_000))
+QUICK_TRAINING_SHAPES = ((4, 64),)
+MEMORY_SHAPES = ((256, 1_000), (32, 10_000))
+QUICK_MEMORY_SHAPES = ((4, 64),)
+SINKHORN_SHAPE = (16, 1_000)
+QUICK_SINKHORN_SHAPE = (2, 64)
+SINKHORN_ITERATIONS = (0, 5, 50, 200)
+SINKHORN = "sinkhorn"
+BAR = "lambda_loss"  # the time every loss is divided by
+NEURAL = "neural_ndcg_loss"
+NEURAL_MAX_PAIRS = 16_000_000  # NeuralNDCG is timed where lists * n * n is at most this
+MAX_RUN_GIB = 8.0
+GIB = float(1 << 30)
+# The table's order; a loss of lodestar.losses missing here comes last.
+LOSS_ORDER = (
+    "softmax_loss",
+    "poly1_softmax_loss",
+    "listmle_loss",
+    "pointwise_mse_loss",
+    "pointwise_sigmoid_loss",
+    "pairwise_logistic_loss",
+    "pairwise_hinge_loss",
+    "pairwise_soft_zero_one_loss",
+    "lambda_loss",
+    "approx_ndcg_loss",
+    "neural_ndcg_loss",
+)
+TRAINING_LOSSES = (
+    *(name for name in LOSS_ORDER if name in losses.__all__),
+    *(name for name in losses.__all__ if name not in LOSS_ORDER),
+)
 
 
 # --------------------------------------------------------------------------- #
@@ -149,8 +233,20 @@ def lodestar_fns():
     }
 
 
-def rax_fns(rax) -> tuple[dict, dict]:
-    """Rax's value-and-gradient functions that pass a tiny trial; and why others failed."""
+def lodestar_loss(name: str):
+    """``lodestar.losses.<name>`` with its defaults (``lambda_loss`` with ``mu=MU``)."""
+    loss = getattr(losses, name)
+    if name == "lambda_loss":
+        return functools.partial(loss, mu=MU)
+    return loss
+
+
+def rax_losses(rax) -> tuple[dict, dict]:
+    """Rax's losses by row (both sections' names) that pass a tiny trial; why others failed.
+
+    The losses are plain functions of ``(scores, labels)``; the trial runs the
+    jitted value and gradient of each on a 2 x 5 batch.
+    """
     if rax is None:
         return {}, {}
     dcg = functools.partial(rax.dcg_lambdaweight, normalize=True)
@@ -161,26 +257,38 @@ def rax_fns(rax) -> tuple[dict, dict]:
             rax.pairwise_logistic_loss(s, y, lambdaweight_fn=dcg2)
         )
 
+    def softmax():
+        return functools.partial(rax.softmax_loss, label_fn=rax.utils.normalize_probabilities)
+
     builders = {
         "approx_ndcg": lambda: rax.approx_t12n(rax.ndcg_metric),
-        "softmax": lambda: functools.partial(
-            rax.softmax_loss, label_fn=rax.utils.normalize_probabilities
-        ),
+        "softmax": softmax,
         "pairwise_logistic": lambda: rax.pairwise_logistic_loss,
         "lambda": lambda: functools.partial(
             rax.pairwise_logistic_loss, lambdaweight_fn=rax.dcg_lambdaweight
         ),
         "lambda_full": lambda: lambda_full,
+        # The training-size sections, by lodestar's names.
+        "softmax_loss": softmax,
+        "poly1_softmax_loss": lambda: rax.poly1_softmax_loss,
+        "listmle_loss": lambda: rax.listmle_loss,
+        "pointwise_mse_loss": lambda: rax.pointwise_mse_loss,
+        "pointwise_sigmoid_loss": lambda: rax.pointwise_sigmoid_loss,
+        "pairwise_logistic_loss": lambda: rax.pairwise_logistic_loss,
+        "pairwise_hinge_loss": lambda: rax.pairwise_hinge_loss,
+        "pairwise_soft_zero_one_loss": lambda: rax.pairwise_soft_zero_one_loss,
+        "lambda_loss": lambda: lambda_full,
+        "approx_ndcg_loss": lambda: rax.approx_t12n(rax.ndcg_metric),
     }
     trial = make_batch(np.random.default_rng(2), 2, 5)
     fns, failures = {}, {}
     for name, build in builders.items():
         try:
-            fn = value_and_grad(build())
-            value, grad = fn(*trial)
+            loss = build()
+            value, grad = value_and_grad(loss)(*trial)
             if not (np.isfinite(float(value)) and np.all(np.isfinite(np.asarray(grad)))):
                 raise FloatingPointError(f"non-finite value {float(value)} or gradient")
-            fns[name] = fn
+            fns[name] = loss
         except Exception as error:  # noqa: BLE001 - reported, never hidden
             failures[name] = f"{type(error).__name__}: {error}"
     return fns, failures
@@ -222,13 +330,15 @@ def run(shapes, rank_shapes, reps: int, rax_loss_fns: dict, only, seed: int) -> 
             flush=True,
         )
 
+    names = [name for name in LOSSES if not only or name in only]
     for batch, n in shapes:
         scores_np, labels_np = make_batch(rng, batch, n)
+        if not names:
+            continue
         args = (jax.device_put(scores_np), jax.device_put(labels_np))
-        for name in LOSSES:
-            if only and name not in only:
-                continue
-            record(batch, n, name, lo_fns[name], rax_loss_fns.get(name), args)
+        for name in names:
+            rx = rax_loss_fns.get(name)
+            record(batch, n, name, lo_fns[name], None if rx is None else value_and_grad(rx), args)
         del args
     if not only or RANKS in only:
         fn = ranks_fn()
@@ -241,8 +351,162 @@ def run(shapes, rank_shapes, reps: int, rax_loss_fns: dict, only, seed: int) -> 
 
 
 # --------------------------------------------------------------------------- #
+# Losses at training sizes: memory (compiled only) and time
+# --------------------------------------------------------------------------- #
+
+
+def compile_value_and_grad(loss, args) -> tuple[object, dict, float]:
+    """``(executable, memory, seconds)`` of ``jit(value_and_grad(loss))`` for ``args``.
+
+    ``args`` may be arrays or ``jax.ShapeDtypeStruct``: only compiled, never run.
+    """
+    start = time.perf_counter()
+    compiled, memory = common.compile_with_memory(jax.value_and_grad(loss), args)
+    return compiled, memory, time.perf_counter() - start
+
+
+class Compiled:
+    """Each side's loss compiled once per shape, for the memory and the timed rows."""
+
+    def __init__(self, rax_loss_fns: dict):
+        self.rax_loss_fns = rax_loss_fns
+        self.cache = {}
+
+    def loss(self, side: str, name: str):
+        return lodestar_loss(name) if side == "lodestar" else self.rax_loss_fns.get(name)
+
+    def get(self, side: str, name: str, batch: int, n: int):
+        """``(executable, memory, compile seconds)``, or None where Rax has no counterpart."""
+        key = (side, name, batch, n)
+        if key not in self.cache:
+            loss = self.loss(side, name)
+            if loss is None:
+                return None
+            self.cache[key] = compile_value_and_grad(loss, shape_structs(batch, n))
+        return self.cache[key]
+
+
+def shape_structs(batch: int, n: int):
+    struct = jax.ShapeDtypeStruct((batch, n), jnp.float32)
+    return struct, struct
+
+
+def memory_rows(shapes, compiled: Compiled, names) -> list:
+    """XLA's temporaries of each loss's value and gradient: compiled, not run."""
+    rows = []
+    for batch, n in shapes:
+        for name in names:
+            row = {"batch": batch, "n": n, "loss": name, "rax_temp_bytes": None}
+            for side in ("lodestar", "rax"):
+                entry = compiled.get(side, name, batch, n)
+                if entry is None:
+                    continue
+                _, memory, seconds = entry
+                row.update(
+                    {
+                        f"{side}_temp_bytes": memory.get("temp_bytes"),
+                        f"{side}_memory": memory,
+                        f"{side}_compile_s": seconds,
+                    }
+                )
+            rows.append(row)
+            print(
+                f"  memory {batch}x{n} {name:28s} lodestar {gib(row['lodestar_temp_bytes'])} GiB,"
+                f" rax {gib(row['rax_temp_bytes'])} GiB",
+                file=sys.stderr,
+                flush=True,
+            )
+    return rows
+
+
+def sinkhorn_rows(shape, iterations) -> list:
+    """NeuralNDCG's temporaries against its Sinkhorn iterations: compiled, not run."""
+    batch, n = shape
+    rows = []
+    for count in iterations:
+        loss = functools.partial(losses.neural_ndcg_loss, sinkhorn_iterations=count)
+        _, memory, seconds = compile_value_and_grad(loss, shape_structs(batch, n))
+        rows.append(
+            {
+                "batch": batch,
+                "n": n,
+                "sinkhorn_iterations": count,
+                "temp_bytes": memory.get("temp_bytes"),
+                "memory": memory,
+                "compile_s": seconds,
+            }
+        )
+        print(
+            f"  sinkhorn {batch}x{n} iterations={count}: {gib(rows[-1]['temp_bytes'])} GiB",
+            file=sys.stderr,
+            flush=True,
+        )
+    return rows
+
+
+def timed_cell(entry, args, reps: int, max_run_bytes: float) -> dict:
+    """Time a compiled executable when its temporaries fit in ``max_run_bytes``."""
+    executable, memory, seconds = entry
+    cell = {"compile_s": seconds, "temp_bytes": memory.get("temp_bytes"), "ms": None}
+    if cell["temp_bytes"] is not None and cell["temp_bytes"] > max_run_bytes:
+        cell["skipped"] = f"temporaries {gib(cell['temp_bytes'])} GiB > --max-run-gib"
+        return cell
+    t, first, (value, _) = common.time_jax(executable, args, reps)
+    cell.update(ms=1e3 * t, first_call_ms=1e3 * first, value=float(value))
+    return cell
+
+
+def training_rows(shapes, reps, compiled: Compiled, names, seed, max_run_gib) -> list:
+    """Every loss timed at training sizes, with its time over lambda_loss's."""
+    rng = np.random.default_rng(seed + 1)
+    max_run_bytes = max_run_gib * GIB
+    rows = []
+    for batch, n in shapes:
+        scores_np, labels_np = make_batch(rng, batch, n)
+        args = (jax.device_put(scores_np), jax.device_put(labels_np))
+        shape_rows = []
+        # lambda_loss first: every row of the shape is divided by its time.
+        for name in sorted(names, key=lambda name: name != BAR):
+            row = {"batch": batch, "n": n, "loss": name, "lodestar_ms": None, "rax_ms": None}
+            if name == NEURAL and batch * n * n > NEURAL_MAX_PAIRS:
+                row["skipped"] = f"not timed: lists * n * n > {NEURAL_MAX_PAIRS:,}"
+                shape_rows.append(row)
+                continue
+            for side in ("lodestar", "rax"):
+                entry = compiled.get(side, name, batch, n)
+                if entry is None:
+                    continue
+                cell = timed_cell(entry, args, reps, max_run_bytes)
+                row.update({f"{side}_{key}": value for key, value in cell.items()})
+            shape_rows.append(row)
+            print(
+                f"  training {batch}x{n} {name:28s} "
+                f"lodestar {common.fmt_ms(row['lodestar_ms'])} ms, "
+                f"rax {common.fmt_ms(row['rax_ms'])} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+        bar = next((r["lodestar_ms"] for r in shape_rows if r["loss"] == BAR), None)
+        for row in shape_rows:
+            ms = row["lodestar_ms"]
+            row["over_lambda_loss"] = None if ms is None or not bar else ms / bar
+        order = {name: index for index, name in enumerate(TRAINING_LOSSES)}
+        rows.extend(sorted(shape_rows, key=lambda r: order.get(r["loss"], len(order))))
+        del args
+    return rows
+
+
+# --------------------------------------------------------------------------- #
 # Report
 # --------------------------------------------------------------------------- #
+
+
+def gib(value) -> str:
+    """Bytes in GiB, three significant digits (at least two decimals), ``-`` if missing."""
+    if value is None:
+        return "-"
+    value /= GIB
+    return f"{value:.2f}" if value >= 0.995 else f"{value:.3g}"
 
 
 def print_table(results, rax_status: str, failures: dict) -> None:
@@ -268,37 +532,143 @@ def print_table(results, rax_status: str, failures: dict) -> None:
         print(f"rax {name} unavailable: {why}")
 
 
+def print_memory(rows) -> None:
+    head = (
+        f"{'shape':>10} {'loss':28} | {'lodestar GiB':>12} {'rax GiB':>10} | {'rax/lodestar':>12}"
+    )
+    print()
+    print("XLA temporaries of value_and_grad, GiB (2**30 bytes); compiled, not run.")
+    print(head)
+    print("-" * len(head))
+    for shape, r in common.rows_by_shape(rows, "-" * len(head)):
+        print(
+            f"{shape:>10} {r['loss']:28} | {gib(r['lodestar_temp_bytes']):>12} "
+            f"{gib(r['rax_temp_bytes']):>10} | "
+            f"{common.fmt_ratio(r['rax_temp_bytes'], r['lodestar_temp_bytes']):>12}"
+        )
+
+
+def print_sinkhorn(rows) -> None:
+    if not rows:
+        return
+    print()
+    print(
+        f"neural_ndcg_loss at {rows[0]['batch']}x{rows[0]['n']}: XLA temporaries of "
+        "value_and_grad by sinkhorn_iterations, GiB; compiled, not run."
+    )
+    for r in rows:
+        print(f"  sinkhorn_iterations={r['sinkhorn_iterations']:>4}: {gib(r['temp_bytes'])} GiB")
+
+
+def print_training(rows) -> None:
+    head = (
+        f"{'shape':>10} {'loss':28} | {'lodestar ms':>11} {'rax ms':>10} | "
+        f"{'rax/lodestar':>12} {'x ' + BAR:>14}"
+    )
+    print()
+    print(
+        "Training sizes: value_and_grad, median ms; x lambda_loss = lodestar's time over "
+        "lodestar's lambda_loss."
+    )
+    print(head)
+    print("-" * len(head))
+    for shape, r in common.rows_by_shape(rows, "-" * len(head)):
+        over = "-" if r["over_lambda_loss"] is None else f"{r['over_lambda_loss']:.3g}x"
+        print(
+            f"{shape:>10} {r['loss']:28} | {common.fmt_ms(r['lodestar_ms']):>11} "
+            f"{common.fmt_ms(r['rax_ms']):>10} | "
+            f"{common.fmt_ratio(r['rax_ms'], r['lodestar_ms']):>12} {over:>14}"
+        )
+    for r in rows:
+        for key in ("skipped", "lodestar_skipped", "rax_skipped"):
+            if key in r:
+                print(f"{r['batch']}x{r['n']} {r['loss']} ({key.split('_')[0]}): {r[key]}")
+
+
 def main(argv=None) -> int:
     parser = common.base_parser(__doc__.split("\n")[0], "tiny shapes, 1 repetition (CI smoke test)")
     parser.add_argument("--no-rax", action="store_true", help="skip Rax even if installed")
+    rows = (*LOSSES, RANKS, *TRAINING_LOSSES, SINKHORN)
     parser.add_argument(
         "--only",
         metavar="ROWS",
-        help=f"comma-separated rows to run, among {', '.join((*LOSSES, RANKS))}",
+        help=f"comma-separated rows to run, among {', '.join(rows)}",
+    )
+    parser.add_argument(
+        "--max-run-gib",
+        type=float,
+        default=MAX_RUN_GIB,
+        help="time a training-size row only if its XLA temporaries fit in this many GiB "
+        f"(default {MAX_RUN_GIB:g})",
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     reps = common.default_reps(args)
     shapes = QUICK_SHAPES if args.quick else FULL_SHAPES
     rank_shapes = QUICK_RANK_SHAPES if args.quick else FULL_RANK_SHAPES
+    training_shapes = QUICK_TRAINING_SHAPES if args.quick else TRAINING_SHAPES
+    memory_shapes = QUICK_MEMORY_SHAPES if args.quick else MEMORY_SHAPES
+    sinkhorn_shape = QUICK_SINKHORN_SHAPE if args.quick else SINKHORN_SHAPE
     only = None
     if args.only:
         only = {name.strip() for name in args.only.split(",") if name.strip()}
-        unknown = only - {*LOSSES, RANKS}
+        unknown = only - set(rows)
         if unknown:
-            parser.error(f"unknown rows {sorted(unknown)}; choose among {(*LOSSES, RANKS)}")
+            parser.error(f"unknown rows {sorted(unknown)}; choose among {rows}")
+    names = [name for name in TRAINING_LOSSES if not only or name in only]
+    timed_names = [*names, BAR] if names and BAR not in names else names
 
     wall = time.perf_counter()
     rax, rax_status = load_rax(args.no_rax)
     info = header(rax_status)
     common.warm_up_process(0.2 if args.quick else 1.0)
-    rax_loss_fns, failures = rax_fns(rax)
+    rax_loss_fns, failures = rax_losses(rax)
     results = run(shapes, rank_shapes, reps, rax_loss_fns, only, args.seed)
-    print_table(results, rax_status, failures)
+    compiled = Compiled(rax_loss_fns)
+    memory = memory_rows(memory_shapes, compiled, names)
+    sinkhorn = (
+        []
+        if only and SINKHORN not in only
+        else (sinkhorn_rows(sinkhorn_shape, SINKHORN_ITERATIONS))
+    )
+    training = training_rows(
+        training_shapes, reps, compiled, timed_names, args.seed, args.max_run_gib
+    )
+    if results:
+        print_table(results, rax_status, failures)
+    if memory:
+        print_memory(memory)
+    print_sinkhorn(sinkhorn)
+    if training:
+        print_training(training)
+    if memory or training:
+        print()
+        print("Rax counterparts of the training-size rows: lambda_loss = lambda_full above;")
+        print("approx_ndcg_loss = approx_t12n(ndcg_metric); softmax_loss = softmax_loss")
+        print("(label_fn=normalize_probabilities); the others are Rax's losses of the same name;")
+        print(f"{NEURAL} has none.")
     wall = time.perf_counter() - wall
-    print(f"\nshapes={list(shapes)} ranks={list(rank_shapes)} reps={reps} wall={wall:.1f}s")
+    print(
+        f"\nshapes={list(shapes)} ranks={list(rank_shapes)} training={list(training_shapes)} "
+        f"memory={list(memory_shapes)} sinkhorn={sinkhorn_shape} reps={reps} wall={wall:.1f}s"
+    )
     common.save_json(
-        args.json, info, reps, args.quick, results=results, rax_failures=failures, wall_s=wall
+        args.json,
+        info,
+        reps,
+        args.quick,
+        results=results,
+        training=training,
+        memory=memory,
+        sinkhorn=sinkhorn,
+        settings={
+            "max_run_gib": args.max_run_gib,
+            "neural_max_pairs": NEURAL_MAX_PAIRS,
+            "mu": MU,
+            "only": sorted(only) if only else None,
+        },
+        rax_failures=failures,
+        wall_s=wall,
     )
     return 0
 

@@ -36,6 +36,7 @@ SOURCES = {
     "exact_large": "cpu_exact_20261130_large.json",
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
+    "smooth_training": "cpu_smooth_20261204.json",
     "cli": "cpu_cli_20261202.json",
     "ltr": "cpu_ltr_20261203.json",
 }
@@ -122,6 +123,39 @@ def smooth_series(report: dict) -> list[dict]:
         }
         for row in report["results"]
     ]
+
+
+def smooth_training_series(report: dict) -> list[dict]:
+    """Per loss and training shape: time, Rax's, the speed-up and the time over lambda_loss's."""
+    return [
+        {
+            "shape": shape_of(row),
+            "loss": row["loss"],
+            "lodestar_ms": row["lodestar_ms"],
+            "rax_ms": row.get("rax_ms"),
+            "vs_rax": speedup(row.get("rax_ms"), row["lodestar_ms"]),
+            "over_lambda_loss": row.get("over_lambda_loss"),
+            "rax_skipped": row.get("rax_skipped"),
+        }
+        for row in report["training"]
+    ]
+
+
+def smooth_memory_series(report: dict) -> list[dict]:
+    """Per loss and shape: XLA's temporaries (GiB) of lodestar and Rax, compiled only."""
+    gib = float(1 << 30)
+    series = []
+    for row in report["memory"]:
+        rax = row.get("rax_temp_bytes")
+        series.append(
+            {
+                "shape": shape_of(row),
+                "loss": row["loss"],
+                "lodestar_gib": row["lodestar_temp_bytes"] / gib,
+                "rax_gib": None if rax is None else rax / gib,
+            }
+        )
+    return series
 
 
 def ltr_series(report: dict) -> list[dict]:
@@ -244,10 +278,12 @@ SHORT_SMOOTH_NAMES = {
 }
 
 
-def smooth_table(series: list[dict], earlier: list[dict]) -> str:
+def smooth_table(
+    series: list[dict], earlier: list[dict], earlier_label: str = "earlier run"
+) -> str:
     before = {(r["shape"], r["loss"]): r["vs_rax"] for r in earlier}
     lines = [
-        "| shape | loss | lodestar ms | Rax ms | vs Rax | vs Rax, earlier run |",
+        f"| shape | loss | lodestar ms | Rax ms | vs Rax | vs Rax, {earlier_label} |",
         "|---|---|---:|---:|---:|---:|",
     ]
     for r in series:
@@ -256,6 +292,77 @@ def smooth_table(series: list[dict], earlier: list[dict]) -> str:
         lines.append(
             f"| {r['shape']} | {name} | {_ms(r['lodestar_ms'])} | {rax} | {_ratio(r['vs_rax'])} "
             f"| {_ratio(before.get((r['shape'], r['loss'])))} |"
+        )
+    return "\n".join(lines)
+
+
+def _gib(value: float | None) -> str:
+    """GiB to three significant digits."""
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 100 else f"{value:#.3g}"
+
+
+def _times(value: float | None) -> str:
+    """A ratio as ``_ratio`` writes it, with two significant digits below 0.1."""
+    if value is None or value >= 0.1:
+        return _ratio(value)
+    return f"{value:#.2g}"
+
+
+def smooth_memory_table(series: list[dict]) -> str:
+    """One row per loss: each shape's temporaries, lodestar and Rax, and their ratio."""
+    shapes = list(dict.fromkeys(r["shape"] for r in series))
+    by = {(r["shape"], r["loss"]): r for r in series}
+    names = list(dict.fromkeys(r["loss"] for r in series))
+    header = "| loss | " + " | ".join(
+        f"{s}: lodestar GiB | {s}: Rax GiB | {s}: Rax ÷ lodestar" for s in shapes
+    )
+    lines = [header + " |", "|---|" + "---:|---:|---:|" * len(shapes)]
+    for name in names:
+        cells = []
+        for shape in shapes:
+            r = by.get((shape, name))
+            if r is None:
+                cells += ["—", "—", "—"]
+                continue
+            cells += [
+                _gib(r["lodestar_gib"]),
+                _gib(r["rax_gib"]),
+                _ratio(speedup(r["rax_gib"], r["lodestar_gib"])),
+            ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sinkhorn_table(report: dict) -> str:
+    """NeuralNDCG's temporaries against its Sinkhorn iterations."""
+    rows = report["sinkhorn"]
+    shape = shape_of(rows[0])
+    lines = [
+        f"| sinkhorn_iterations | {shape}: lodestar GiB |",
+        "|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['sinkhorn_iterations']} | {_gib(r['temp_bytes'] / float(1 << 30))} |")
+    return "\n".join(lines)
+
+
+def smooth_training_table(series: list[dict]) -> str:
+    lines = [
+        "| shape | loss | lodestar ms | Rax ms | vs Rax | × lambda_loss |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in series:
+        if r["lodestar_ms"] is None:
+            lines.append(f"| {r['shape']} | {r['loss']} | not timed | — | — | — |")
+            continue
+        rax = "—" if r["rax_ms"] is None else _ms(r["rax_ms"])
+        if r["rax_skipped"]:
+            rax = "not run"
+        lines.append(
+            f"| {r['shape']} | {r['loss']} | {_ms(r['lodestar_ms'])} | {rax} "
+            f"| {_ratio(r['vs_rax'])} | {_times(r['over_lambda_loss'])} |"
         )
     return "\n".join(lines)
 
@@ -322,6 +429,14 @@ def tables() -> dict[str, str]:
             smooth_series(load("smooth")), smooth_series(load("smooth_earlier"))
         ),
         "ltr": ltr_table(ltr_series(load("ltr"))),
+        "smooth_retimed": smooth_table(
+            smooth_series(load("smooth_training")),
+            smooth_series(load("smooth")),
+            earlier_label="2026-12-01 run",
+        ),
+        "smooth_memory": smooth_memory_table(smooth_memory_series(load("smooth_training"))),
+        "smooth_sinkhorn": sinkhorn_table(load("smooth_training")),
+        "smooth_training": smooth_training_table(smooth_training_series(load("smooth_training"))),
     }
 
 
