@@ -126,3 +126,10 @@ def test_plot_without_matplotlib_is_a_clear_usage_error(tmp_path, capsys, monkey
     qrels, runs = write_runs(tmp_path)
     assert main(["evaluate", qrels, runs["base"], "--plot", str(tmp_path / "x.png")]) == 2
     assert "pip install 'lodestar[plot]'" in capsys.readouterr().err
+
+
+def test_usage_errors_point_to_the_commands_own_help(capsys):
+    assert main(["compare"]) == 2
+    assert capsys.readouterr().err.endswith("lodestar: see 'lodestar compare --help'\n")
+    assert main(["evaluate"]) == 2
+    assert capsys.readouterr().err.endswith("lodestar: see 'lodestar evaluate --help'\n")

@@ -998,7 +998,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run_evaluate(args, sys.stdout)
     except UsageError as error:
         _note(f"error: {error}")
-        _note("see 'lodestar evaluate --help'")
+        command = "compare" if argv[:1] == ["compare"] else "evaluate"
+        _note(f"see 'lodestar {command} --help'")
         return 2
     except (ValueError, OSError) as error:
         _note(f"error: {error}")

@@ -98,8 +98,9 @@ def tie_range(
         raises.
 
     Example:
-      Three documents tie, one of them relevant: reciprocal rank is 1/3 on
-      average over the orders, 1 at best and 1/3 at worst:
+      Three documents tie, one of them relevant: it lands first, second or
+      third with equal chance, so reciprocal rank is (1 + 1/2 + 1/3) / 3 =
+      0.6111 on average over the orders, 1 at best and 1/3 at worst:
 
       >>> import jax.numpy as jnp
       >>> from lodestar import metrics
