@@ -115,6 +115,18 @@ def test_a_byte_order_mark_is_not_part_of_the_first_query(tmp_path, capsys):
     assert "num_q                 \tall\t2" in plain
 
 
+@pytest.mark.parametrize("marks", [1, 2, 3])
+def test_both_readers_drop_every_leading_byte_order_mark(tmp_path, capsys, marks):
+    # A comment line sends a file to the line-by-line reader; without one,
+    # pyarrow's parser reads it. Both must give the same queries.
+    plain = evaluate(capsys, write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN), "-q")
+    bom = b"\xef\xbb\xbf" * marks
+    for comment in (b"", b"# a comment\n"):
+        qrels = write(tmp_path, "qb", bom + QRELS + comment)
+        run = write(tmp_path, "rb", bom + RUN + comment)
+        assert evaluate(capsys, qrels, run, "-q") == plain, (marks, comment)
+
+
 def test_query_ids_that_differ_only_in_non_utf8_bytes_stay_apart(tmp_path, capsysbinary):
     # b"q\xff" would print as "q\\xff" with backslashreplace, the same text as
     # the literal id q\xff: one would overwrite the other.

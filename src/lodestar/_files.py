@@ -67,11 +67,17 @@ def read_bytes(
                     data = _gunzip(name, file, size, progress)
                 else:
                     data = _read_blocks(file, size, progress)
-    if data.startswith(_BOM):
+    # Every leading byte-order mark goes, not only the first: a file saved
+    # twice by a careless editor holds two, and pyarrow's CSV reader drops a
+    # mark of its own, so stripping one would leave the two readers apart.
+    marks = 0
+    while data.startswith(_BOM, marks):
+        marks += len(_BOM)
+    if marks:
         if isinstance(data, bytearray):
-            del data[: len(_BOM)]  # in place: no copy of a large file
+            del data[:marks]  # in place: no copy of a large file
         else:
-            data = data[len(_BOM) :]
+            data = data[marks:]
     return data
 
 

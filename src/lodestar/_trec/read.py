@@ -11,7 +11,7 @@ The formats are trec_eval's (``get_qrels.c``, ``get_trec_results.c``):
 Fields are separated by ASCII whitespace. Blank lines, and lines whose first
 non-blank byte is ``#``, are skipped. Either file may be gzip-compressed
 (recognised by its first bytes, whatever its name), and ``-`` reads standard
-input. A UTF-8 byte-order mark at the start of a file is not part of the
+input. UTF-8 byte-order marks at the start of a file are not part of the
 first field: editors on Windows write one, and it would otherwise split a
 query in two.
 
