@@ -133,3 +133,21 @@ def test_usage_errors_point_to_the_commands_own_help(capsys):
     assert capsys.readouterr().err.endswith("lodestar: see 'lodestar compare --help'\n")
     assert main(["evaluate"]) == 2
     assert capsys.readouterr().err.endswith("lodestar: see 'lodestar evaluate --help'\n")
+
+
+@pytest.mark.parametrize(
+    "options, recorded",
+    [
+        ([], {"trec_eval": False, "ignore_ties": False, "complete": False, "relevance_level": 1}),
+        (
+            ["--trec-eval", "--ignore-ties", "-c", "-l", "2"],
+            {"trec_eval": True, "ignore_ties": True, "complete": True, "relevance_level": 2},
+        ),
+    ],
+)
+def test_the_json_report_records_how_the_runs_were_evaluated(tmp_path, capsys, options, recorded):
+    qrels, runs = write_runs(tmp_path)
+    args = ["compare", qrels, runs["base"], runs["better"], "-m", "map", "--json", *options]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["evaluation"] == {"qrels": qrels, **recorded}

@@ -908,7 +908,16 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         document = comparison.to_dict()
         document["queries_tested"] = which
         document["runs_files"] = dict(zip(names, args.runs, strict=True))
-        out.write(json.dumps(document, indent=2) + "\n")
+        # How the runs were evaluated: two reports made under different
+        # definitions must be told apart.
+        document["evaluation"] = {
+            "qrels": args.qrels,
+            "trec_eval": args.trec_eval,
+            "ignore_ties": args.ignore_ties,
+            "complete": args.complete,
+            "relevance_level": args.relevance_level,
+        }
+        out.write(json.dumps(_finite_or_null(document), indent=2, allow_nan=False) + "\n")
     else:
         out.write(comparison.format(args.format) + "\n")
         out.write(f"Queries: {len(queries)}, {which}.\n")
