@@ -61,6 +61,7 @@ import numpy as np
 from jax import lax
 
 from lodestar import stats
+from lodestar.stats import _tests
 
 EFFECTS = (0.0, 0.002, 0.004, 0.006, 0.012, 0.02, 0.03, 0.04)
 
@@ -135,7 +136,7 @@ def _counts(a, b, key, *, flips, dtype, tolerance):
     if tolerance:
         scale = jnp.sum(jnp.abs(a) + jnp.abs(b), axis=-1).astype(dtype)
         threshold = threshold - 2.0 * (n + 1) * jnp.finfo(dtype).eps * scale
-    rows = stats._chunk_rows(n)
+    rows = _tests._chunk_rows(n)
     words = -(-n // 32)
     shifts = jnp.arange(32, dtype=jnp.uint32)
 
@@ -161,7 +162,7 @@ def precision_check(runs, queries, permutations):
     with jax.enable_x64(True):
         exact_a = jnp.asarray(np.stack([tenths[i] for i in first]), jnp.float64)
         exact_b = jnp.asarray(np.stack([tenths[j] for j in second]), jnp.float64)
-        key = stats._key(0)
+        key = _tests._key(0)
         # Integer-valued float64 sums are exact: the reference counts.
         reference = np.asarray(
             _counts(exact_a, exact_b, key, flips=permutations, dtype="float64", tolerance=False)

@@ -1,0 +1,110 @@
+"""The argument checks that the tests, corrections and report of :mod:`lodestar.stats` share."""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from lodestar import _validation
+from lodestar._validation import InvalidParameterError
+
+MAX_SEED = 2**32 - 1
+
+
+def check_int(value, *, name: str, caller: str, low: int, high: int | None = None) -> int:
+    """Return ``value`` as an int in ``[low, high]``; refuse bools, floats and the rest."""
+    if not _validation.is_int(value) or value < low or (high is not None and value > high):
+        upper = "inf)" if high is None else f"{high}]"
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be an int in the range "
+            f"[{low}, {upper}. Got {value!r} instead."
+        )
+    return int(value)
+
+
+def check_seed(seed, *, caller: str):
+    """An int in ``[0, 2**32 - 1]``, or an integer JAX array of shape () (traced seeds)."""
+    if isinstance(seed, jax.Array) and seed.shape == () and jnp.issubdtype(seed.dtype, jnp.integer):
+        return seed
+    return check_int(seed, name="seed", caller=caller, low=0, high=MAX_SEED)
+
+
+def check_unit_interval(value, *, name: str, caller: str) -> float:
+    """Return ``value`` as a float in the open interval (0, 1)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        # numbers.Real's stub orders it with < and <= only; NaN fails the first test.
+        or not value < 1.0
+        or value <= 0.0
+    ):
+        raise InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be a float in the range "
+            f"(0.0, 1.0). Got {value!r} instead."
+        )
+    return float(value)
+
+
+def dtype_of(x):
+    dtype = getattr(x, "dtype", None)
+    return np.asarray(x).dtype if dtype is None else dtype
+
+
+def check_numeric(x, *, name: str, caller: str) -> None:
+    dtype = dtype_of(x)
+    if not (
+        jnp.issubdtype(dtype, jnp.number) or jnp.issubdtype(dtype, jnp.bool_)
+    ) or jnp.issubdtype(dtype, jnp.complexfloating):
+        raise ValueError(f"{caller} expects real-valued numeric {name}; got dtype {dtype}.")
+
+
+def check_pair(a, b, *, caller: str):
+    """Validate ``(a, b)`` and return them as float64 JAX arrays (call under x64).
+
+    Raises:
+      ValueError: non-numeric input, a scalar, different shapes, fewer than 2
+        queries, or (on concrete inputs) NaN or infinity.
+    """
+    check_numeric(a, name="a", caller=caller)
+    check_numeric(b, name="b", caller=caller)
+    a = jnp.asarray(a).astype(jnp.float64)
+    b = jnp.asarray(b).astype(jnp.float64)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(
+            f"{caller} expects a and b of shape (..., n), one value per query along "
+            f"the last axis; got a scalar."
+        )
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{caller} expects a and b of the same shape (the same queries in the "
+            f"same order); got a {a.shape} and b {b.shape}."
+        )
+    if a.shape[-1] < 2:
+        raise ValueError(
+            f"{caller} needs at least 2 queries (the last axis of a and b); got {a.shape[-1]}."
+        )
+    for name, x in (("a", a), ("b", b)):
+        nan_message = _validation.nonfinite_message(name, nan=True, dtype=x.dtype)
+        inf_message = _validation.nonfinite_message(name, nan=False, dtype=np.dtype(x.dtype))
+        if _validation.is_concrete(x):
+            if bool(jnp.any(jnp.isnan(x))):
+                raise ValueError(nan_message)
+            if bool(jnp.any(jnp.isinf(x))):
+                raise ValueError(inf_message)
+        else:
+            _validation.traced_check(jnp.logical_not(jnp.any(jnp.isnan(x))), nan_message)
+            _validation.traced_check(jnp.logical_not(jnp.any(jnp.isinf(x))), inf_message)
+    return a, b
+
+
+def check_traceable(*inputs, caller: str) -> None:
+    """Refuse traced inputs when x64 is off: a traced result could not be float64."""
+    if not _validation.is_concrete(*inputs) and not jax.config.read("jax_enable_x64"):
+        raise RuntimeError(
+            f"{caller} computes and returns float64, which JAX holds (and lowers its "
+            f"random draws in) only with x64 on: under jax.jit or vmap, turn "
+            f"jax_enable_x64 on (globally, or with jax.enable_x64(True) around the call)."
+        )
