@@ -421,12 +421,16 @@ def test_soft_ndcg_tends_to_exact_ndcg(name):
 
 
 def test_neural_ndcg_sinkhorn_makes_doubly_stochastic():
-    from lodestar.losses import _neuralsort_permutation
+    from lodestar.losses import _DenseNeuralSort, _sinkhorn
 
     scores, _ = _graded(14, shape=(2, 5))
     valid = jnp.array([[True] * 5, [True, False, True, True, False]])
+    products = _DenseNeuralSort(scores, valid, jnp.asarray(1.0, F64))
     for iterations, tol in ((0, None), (50, 1e-6)):
-        p = _neuralsort_permutation(scores, valid, jnp.asarray(1.0, F64), iterations)
+        u = v = jnp.ones(scores.shape, F64)
+        if iterations:
+            u, v = _sinkhorn(products, iterations)
+        p = u[..., :, None] * products.p * v[..., None, :]
         rows = jnp.sum(p, axis=-1)
         cols = jnp.sum(p, axis=-2)
         np.testing.assert_allclose(rows[0], 1, atol=1e-12)

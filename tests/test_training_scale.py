@@ -50,17 +50,17 @@ def _lists(seed=0, shape=(3, 6), dtype=F64):
 # Memory at 32 x 10,000
 # --------------------------------------------------------------------------
 
-# NeuralNDCG relaxes the permutation itself, an (n, n) matrix per list, and
-# is measured at 16 x 1,000 instead (decision 0029).
-LONG = [name for name in LOSSES if name != "neural_ndcg_loss"]
-
 
 @pytest.mark.parametrize(
-    "name", tiers.params(LONG, default=("pairwise_logistic_loss", "lambda_loss"))
+    "name",
+    tiers.params(
+        list(LOSSES), default=("pairwise_logistic_loss", "lambda_loss", "neural_ndcg_loss")
+    ),
 )
 def test_every_loss_at_32_by_10000_fits_in_2_gib(name):
     # The pairs of 32 lists of 10,000 items are 12.8 GB in float32; Rax's
-    # pairwise losses need 36-63 GiB here.
+    # pairwise losses need 36-83 GiB here. NeuralNDCG's matrix alone would be
+    # 12.8 GB: past _NEURAL_DENSE_LIMIT its products are blocked (decision 0029).
     shape = jax.ShapeDtypeStruct((32, 10_000), jnp.float32)
     compiled = jax.jit(jax.value_and_grad(LOSSES[name])).lower(shape, shape).compile()
     assert compiled.memory_analysis().temp_size_in_bytes < 2 * GiB
@@ -83,6 +83,40 @@ def test_neural_ndcg_sinkhorn_steps_keep_vectors_not_matrices():
     # one (16, 1,000, 1,000) matrix per step would be 64 MB.
     vector = 16 * 1_000 * 4
     assert (many - few) / 195 <= 4 * vector
+
+
+BLOCKED_NEURAL_OPTIONS = {
+    "defaults": {},
+    "cold, k": {"temperature": 0.05, "k": 5},
+    "no scaling": {"temperature": 3.0, "sinkhorn_iterations": 0},
+    "linear gain": {"temperature": 0.3, "sinkhorn_iterations": 7, "gain": "linear"},
+}
+
+
+@pytest.mark.parametrize("case", tiers.params(list(BLOCKED_NEURAL_OPTIONS), default=("cold, k",)))
+def test_blocked_neural_ndcg_equals_the_held_matrix(case):
+    options = BLOCKED_NEURAL_OPTIONS[case]
+    # Ties, padding and a list with one real item: every row and column case.
+    scores, labels = _lists(29, shape=(3, 17))
+    scores = scores.at[0, :6].set(0.25)
+    where = jnp.ones((3, 17), bool).at[1, 9:].set(False).at[2, 1:].set(False)
+
+    def loss(s):
+        return losses.neural_ndcg_loss(s, labels, where=where, reduction="none", **options)
+
+    def summed(s):
+        return jnp.sum(loss(s))
+
+    tangent = jnp.asarray(np.random.default_rng(30).normal(size=scores.shape), F64)
+    held = loss(scores), jax.grad(summed)(scores), jax.jvp(summed, (scores,), (tangent,))[1]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(losses, "_NEURAL_DENSE_LIMIT", 0)
+        patch.setattr(_pairs, "BUDGET", 3 * 17 * 4)
+        jax.clear_caches()
+        blocked = loss(scores), jax.grad(summed)(scores), jax.jvp(summed, (scores,), (tangent,))[1]
+    jax.clear_caches()
+    for a, b in zip(held, blocked, strict=True):
+        np.testing.assert_allclose(b, a, **TIGHT)
 
 
 # --------------------------------------------------------------------------

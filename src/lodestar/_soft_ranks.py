@@ -68,7 +68,7 @@ def _expected_positions(logits, valid, temperature):
     return jnp.sum(share * position[:, None], axis=-2)
 
 
-def _distance(rows, columns, distinct):
+def distance(rows, columns, distinct):
     (s_i, valid_i), (s_j, valid_j) = rows, columns
     return jnp.where(distinct & valid_i & valid_j, jnp.abs(s_i - s_j), 0)
 
@@ -82,7 +82,7 @@ def neuralsort_logits(s, valid):
     """
     n = s.shape[-1]
     m = count(valid)[..., None].astype(s.dtype)
-    spread = _pairs.pair_sum(_distance, (s, valid), over="columns")
+    spread = _pairs.pair_sum(distance, (s, valid), over="columns")
     position = jnp.arange(1, n + 1, dtype=s.dtype)
     scale = (m + 1 - 2 * position)[..., :, None]  # (..., n positions, 1)
     return scale * s[..., None, :] - spread[..., None, :]

@@ -114,12 +114,14 @@ default of :mod:`lodestar.metrics`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.ad_checkpoint import checkpoint_name
 from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _docs, _gains, _host, _lists, _pairs, _ranking, _soft_ranks, _validation
@@ -471,55 +473,143 @@ def _inverse_jvp(primals, tangents):
     return inverse, -inverse * inverse * dtotal
 
 
-def _sinkhorn_scaled(p, iterations):
-    """``p`` scaled towards doubly stochastic, ``u[:, None] * p * v[None, :]``.
+def _sinkhorn(products, iterations):
+    """Scalings ``(u, v)`` that make ``diag(u) P diag(v)`` approximately doubly stochastic.
 
     Alternately normalising columns then rows (as allRank) only ever scales
-    each row and each column, so the loop carries the two scaling vectors,
-    O(n), instead of the (n, n) matrix, and each step is two matrix-vector
-    products with the fixed ``p``: no exponential or logarithm per step.
-    Reverse mode keeps ``p`` once and two vectors per step, so memory is flat
-    in ``iterations``, and the derivative is that of the unrolled loop,
-    exactly (decision 0029). A row or column of ``p`` with no mass (padding)
-    keeps a scaling of 0, with a zero gradient.
-    """
-    # Full float32 products: a GPU's default TF32 matmul would leave the
-    # scaling ~1e-3 from doubly stochastic, far from what 50 steps reach.
-    highest = lax.Precision.HIGHEST
+    each row and each column of ``P``, so the loop carries the two scaling
+    vectors, O(n), instead of the (n, n) matrix, and each step is two
+    products with the fixed ``P``: ``v = 1 / Pᵀu``, then ``u = 1 / Pv``.
+    Reverse mode keeps a few vectors per step, and the derivative is that of
+    the unrolled loop, exactly (decision 0029). A row or column of ``P`` with
+    no mass (padding) keeps a scaling of 0, with a zero gradient.
 
+    Args:
+      products: The :class:`_NeuralSort` form of ``P``.
+      iterations: Column-and-row normalisations, a static int >= 1.
+    """
+
+    @functools.partial(jax.checkpoint, policy=products.saved)
     def scale_once(scalings, _):
         u, v = scalings
-        v = _inverse(jnp.einsum("...pi,...p->...i", p, u, precision=highest))
-        u = _inverse(jnp.einsum("...pi,...i->...p", p, v, precision=highest))
+        v = _inverse(checkpoint_name(products.transposed_times(u), "neuralsort_product"))
+        u = _inverse(checkpoint_name(products.times(v), "neuralsort_product"))
         return (u, v), None
 
-    u = jnp.ones(p.shape[:-1], p.dtype)
-    v = jnp.ones(p.shape[:-2] + p.shape[-1:], p.dtype)
-    (u, v), _ = lax.scan(scale_once, (u, v), length=iterations)
-    return u[..., :, None] * p * v[..., None, :]
+    ones = jnp.ones(products.shape, products.dtype)
+    (u, v), _ = lax.scan(scale_once, (ones, ones), length=iterations)
+    return u, v
 
 
-def _neuralsort_permutation(s, valid, temperature, iterations):
-    """The NeuralSort relaxed permutation matrix, Sinkhorn-scaled.
+class _DenseNeuralSort:
+    """NeuralSort's matrix ``P[..., p, i]`` held whole: the fast form for short lists.
 
-    ``[..., p, i]`` is the probability that item ``i`` sits at position
-    ``p + 1``. Rows past the number ``m`` of real items and columns of padding
-    are 0.
+    ``P[..., p, i]`` is the probability that item ``i`` sits at position
+    ``p + 1``; rows past the ``m`` real items and columns of padding are 0.
     """
-    n = s.shape[-1]
-    m = jnp.sum(valid, axis=-1, keepdims=True)
-    used = jnp.arange(n) < m
-    mask = used[..., :, None] & valid[..., None, :]
-    # Each row's maximum is subtracted before the division by the temperature,
-    # so that a small one cannot overflow the logits (inf - inf). Every real
-    # item is the most likely of some row (the row of its rank), so each real
-    # column holds at least 1/n and the scaling never divides by an underflow.
-    logits = _soft_ranks.neuralsort_logits(s, valid)
-    log_p = _soft_ranks.masked_log_softmax(logits, mask, -1, temperature)
-    p = jnp.where(mask, jnp.exp(log_p), 0)
-    if iterations:
-        p = _sinkhorn_scaled(p, iterations)
-    return p
+
+    def __init__(self, s, valid, temperature):
+        n = s.shape[-1]
+        used = jnp.arange(n) < jnp.sum(valid, axis=-1, keepdims=True)
+        mask = used[..., :, None] & valid[..., None, :]
+        # Each row's maximum is subtracted before the division by the
+        # temperature, so that a small one cannot overflow the logits.
+        logits = _soft_ranks.neuralsort_logits(s, valid)
+        log_p = _soft_ranks.masked_log_softmax(logits, mask, -1, temperature)
+        self.p = jnp.where(mask, jnp.exp(log_p), 0)
+        self.shape, self.dtype = s.shape, s.dtype
+
+    # Reverse mode through the Sinkhorn loop keeps what a step computes.
+    saved = staticmethod(jax.checkpoint_policies.everything_saveable)
+
+    # Full float32 products: a GPU's default TF32 matmul would leave the
+    # scaling ~1e-3 from doubly stochastic, far from what 50 steps reach.
+    def times(self, x):
+        return jnp.einsum("...pi,...i->...p", self.p, x, precision=lax.Precision.HIGHEST)
+
+    def transposed_times(self, x):
+        return jnp.einsum("...pi,...p->...i", self.p, x, precision=lax.Precision.HIGHEST)
+
+
+class _BlockedNeuralSort:
+    """NeuralSort's matrix never held: its products recomputed in column blocks.
+
+    Entry ``(p, i)`` is ``exp((c_p s_i - A_i - peak_p) / T - log Z_p)``, with
+    ``c_p = m + 1 - 2p``, ``A_i = Σ_j |s_i - s_j|`` and ``Z_p`` the row's sum,
+    so every product is a :func:`lodestar._pairs.pair_sum` over (position,
+    item) pairs, in memory linear in n. ``peak_p`` is row ``p``'s largest
+    logit, which NeuralSort puts at the item of rank ``p`` (Grover et al.
+    2019): computed there, in the same arithmetic as the entry, it makes that
+    entry ``exp(0)`` and keeps every exponent at most 0, however small ``T``.
+    Each product costs n² exponentials, where the dense form's costs n²
+    multiplications; it is the form for lists whose matrix would not fit.
+    """
+
+    def __init__(self, s, valid, temperature):
+        n = s.shape[-1]
+        m = jnp.sum(valid, axis=-1, keepdims=True)
+        self.used = jnp.arange(n) < m
+        self.scale = jnp.broadcast_to(m + 1 - 2 * jnp.arange(1, n + 1), s.shape).astype(s.dtype)
+        self.s, self.valid, self.temperature = s, valid, temperature
+        self.spread = _pairs.pair_sum(_soft_ranks.distance, (s, valid), over="columns")
+        order = jnp.argsort(jnp.where(valid, -s, jnp.inf), axis=-1, stable=True)
+        ranked = self.scale * jnp.take_along_axis(s, order, axis=-1)
+        peak = ranked - jnp.take_along_axis(self.spread, order, axis=-1)
+        self.peak = lax.stop_gradient(jnp.where(self.used, peak, 0))
+        self.log_z = jnp.zeros(s.shape, s.dtype)
+        z = self._sum_over_items(jnp.ones(s.shape, s.dtype))
+        self.log_z = jnp.where(self.used, jnp.log(jnp.where(self.used, z, 1)), 0)
+        self.shape, self.dtype = s.shape, s.dtype
+
+    # Reverse mode through the Sinkhorn loop keeps a step's vectors (its
+    # scalings and products) and recomputes the products' blocks only where
+    # their derivative needs them (decision 0029).
+    saved = staticmethod(jax.checkpoint_policies.save_only_these_names("neuralsort_product"))
+
+    def _entry(self, position, item):
+        """``P[p, i]`` for rows and columns of a block; 0 off the real entries."""
+        scale, peak, log_z, used = position
+        s, spread, valid = item
+        real = used & valid
+        exponent = (scale * s - spread - peak) / self.temperature
+        # Never above 0 (rounding can lift a near-tie past the peak). Not
+        # jnp.minimum, whose derivative at the peak's own 0 would be 1/2.
+        exponent = jnp.where(exponent > 0, 0, exponent) - log_z
+        return jnp.where(real, jnp.exp(jnp.where(real, exponent, -jnp.inf)), 0)
+
+    def _positions(self):
+        return (self.scale, self.peak, self.log_z, self.used)
+
+    def _items(self):
+        return (self.s, self.spread, self.valid)
+
+    def _sum_over_items(self, x):
+        """``Σ_i P[p, i] x_i`` per position: rows are positions, columns items."""
+
+        def term(rows, columns, _):
+            return self._entry(rows[:4], columns[4:7]) * columns[7]
+
+        items = (*self._positions(), *self._items(), x)
+        return _pairs.pair_sum(term, items, over="columns")
+
+    def times(self, x):
+        return self._sum_over_items(x)
+
+    def transposed_times(self, x):
+        """``Σ_p P[p, i] x_p`` per item: rows are items, columns positions."""
+
+        def term(rows, columns, _):
+            return self._entry(columns[:4], rows[4:7]) * columns[7]
+
+        items = (*self._positions(), *self._items(), x)
+        return _pairs.pair_sum(term, items, over="columns")
+
+
+# Up to this many (list, position, item) entries NeuralNDCG holds its matrix:
+# about six matrix-sized temporaries, 1.5 GiB in float32 at the limit, for
+# products that cost multiplications only. Past it the products are
+# recomputed in blocks: memory linear in n, at n² exponentials per product.
+_NEURAL_DENSE_LIMIT = 1 << 26
 
 
 @_loss_kernel(nonnegative_labels=True, static_argnames=("k", "gain", "iterations"))
@@ -527,8 +617,13 @@ def _neural_ndcg_kernel(s, y, valid, w, temperature, *, k, gain, iterations):
     n = s.shape[-1]
     cutoff = n if k is None else min(k, n)
     share = _normalised_gains(y, valid, w, gain, cutoff)
-    p = _neuralsort_permutation(s, valid, temperature, iterations)
-    sorted_share = jnp.sum(p * share[..., None, :], axis=-1)  # (..., positions)
+    dense = math.prod(s.shape) * n <= _NEURAL_DENSE_LIMIT
+    products = (_DenseNeuralSort if dense else _BlockedNeuralSort)(s, valid, temperature)
+    if iterations:
+        u, v = _sinkhorn(products, iterations)
+    else:
+        u = v = jnp.ones(s.shape, s.dtype)
+    sorted_share = u * products.times(v * share)  # (..., positions)
     discount = jnp.diff(_gains.discount_table(n, k=cutoff, log_base=2.0, dtype=s.dtype))
     return -jnp.sum(sorted_share * discount, axis=-1)
 
