@@ -78,9 +78,9 @@ def test_neural_ndcg_sinkhorn_steps_keep_vectors_not_matrices():
 
     few, many = temporaries(5), temporaries(200)
     assert many < 1 * GiB
-    # Reverse mode keeps four (16, 1,000) vectors per step (the two scalings,
-    # each as a product's input and as its inverse's result): 256 kB, where
-    # one (16, 1,000, 1,000) matrix per step would be 64 MB.
+    # Reverse mode keeps at most four (16, 1,000) vectors per step (the two
+    # scalings and the two products): 256 kB, where one (16, 1,000, 1,000)
+    # matrix per step would be 64 MB.
     vector = 16 * 1_000 * 4
     assert (many - few) / 195 <= 4 * vector
 

@@ -98,10 +98,12 @@ NaN (with a NaN gradient), never a plausible number.
 pairs of a list in column blocks, with each block recomputed on the way back,
 so their value and gradient take memory linear in the list length (0.1 GiB of
 temporaries at 32 lists of 10,000 items, where the pairs would take 36 GiB).
-NeuralNDCG relaxes the permutation itself, an (n, n) matrix per list, but its
-Sinkhorn steps scale that one matrix by two vectors, so each step adds O(n)
-memory, not a matrix (decision 0029). None uses a custom derivative rule:
-``grad``, ``jvp``, ``jacfwd`` and Hessian-vector products all work.
+NeuralNDCG relaxes the permutation itself, an (n, n) matrix per list, and its
+Sinkhorn steps scale that one matrix by two vectors; past 2**26 (list,
+position, item) entries the matrix is never held and its products are
+recomputed in blocks too (0.55 GiB at 32 x 10,000, at n² exponentials per
+product: a GPU's work). None uses a custom derivative rule: ``grad``,
+``jvp``, ``jacfwd`` and Hessian-vector products all work (decision 0029).
 
 **Rank-aware losses.** :func:`lambda_loss` takes its current ranks from the
 exact rank engine of :mod:`lodestar.metrics` (ties broken by descending index,
