@@ -118,9 +118,12 @@ def main():
                     try:
                         with jax.set_mesh(mesh):
                             got = run(*sharded)
-                        if name == "err":
+                        if name in ("err", "lambda_loss"):
                             # ERR's per-block recursion divides inside a loop;
                             # XLA fuses it differently per program: 1-2 ulp.
+                            # A loss's pair sums take their column blocks'
+                            # width from the whole batch (decision 0029), so
+                            # the partitioned program sums in other blocks.
                             same = np.allclose(got, expected, rtol=1e-15, atol=0)
                         else:
                             same = same_bits(got, expected)

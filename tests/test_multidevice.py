@@ -9,7 +9,10 @@ What is compared, and how strictly:
   (automatic and explicit mesh axes) and inside ``shard_map`` are **bitwise**
   equal to one device evaluating each device's block of lists, except ERR
   inside ``shard_map``: its per-block recursion divides inside a loop that XLA
-  fuses differently in that program, 1–2 ulp (rtol 1e-15). They are not
+  fuses differently in that program, 1–2 ulp (rtol 1e-15); and LambdaLoss under
+  partitioned ``jit``: its pair sums take their column blocks' width from the
+  whole batch (decision 0029), so a long list is summed in other blocks than
+  on one device's share (rtol 1e-15). They are not
   always bitwise equal to one device evaluating the whole batch at once: XLA:CPU
   orders a row's reduction according to the batch shape, which moves a float64
   value by an ulp or so (2.8e-14 on a DCG of about 40).

@@ -218,7 +218,11 @@ def _project_jvp(primals, tangents):
     n = u.shape[0]
     du_sorted = jnp.where(used, du[order], 0)
     block_sum = jax.ops.segment_sum(du_sorted, block_id, num_segments=n)
-    d_sorted = (du_sorted - block_sum[block_id] / size - offset * d_temperature) / temperature
+    # A block of one item cannot move: its tangent is exactly 0. Written out,
+    # because under jit XLA may round du - du / 1 to a few ulps, which the
+    # division by a small T would turn into a gradient (0.003 at T = 1e-6).
+    centered = jnp.where(size > 1, du_sorted - block_sum[block_id] / size, 0)
+    d_sorted = (centered - offset * d_temperature) / temperature
     d_out = jnp.zeros_like(du).at[order].set(jnp.where(used, d_sorted, 0), unique_indices=True)
     return out, d_out
 
