@@ -54,7 +54,7 @@ def test_notebook_is_valid_and_stripped(path):
 
 
 # The training notebook trains for most of a minute even at its quick size:
-# the slow tier runs it, and so does the documentation build in .ci/run.
+# the slow tier runs it (.ci/run builds the documentation without running them).
 @pytest.mark.parametrize(
     "path",
     tiers.params(
