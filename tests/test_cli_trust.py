@@ -11,7 +11,6 @@ TREC-depth run evaluated repeatedly (it crashed in 3 of 4 runs: decision
 process's own.
 """
 
-import contextlib
 import gzip
 import json
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiers
+from children import interruptible_children
 
 from lodestar.cli import main
 
@@ -272,22 +272,6 @@ def test_err_top_grade_below_a_relevance_of_the_qrels_is_refused(capsys):
 # --- the program as a Unix tool -----------------------------------------------------
 
 
-@contextlib.contextmanager
-def interruptible_children():
-    """Start children that Ctrl-C reaches, even when this process ignores SIGINT.
-
-    A shell starts a background job (``pytest &``, ``nohup``) with SIGINT
-    ignored, and a child inherits an ignored signal: the program under test
-    would then never see the Ctrl-C these tests send. Children started inside
-    this context get SIGINT's default instead.
-    """
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def program(*args, **kwargs):
     env = {**os.environ, "PYTHONPATH": SRC, "LODESTAR_COMPILATION_CACHE": "0"}
     with interruptible_children():
@@ -368,6 +352,53 @@ def test_ctrl_c_exits_130_with_one_line(many_queries):
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1] == "lodestar: interrupted"
     assert "Traceback" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "test, draws",
+    [
+        ("randomization", ["--permutations", "10000000000"]),
+        ("bootstrap", ["--samples", "100000000"]),
+    ],
+)
+def test_ctrl_c_stops_a_long_significance_test_within_a_second(many_queries, tmp_path, test, draws):
+    # 1e10 sign flips of 3,000 queries take hours; an eager test works a window
+    # of chunks at a time (a few tens of milliseconds each), and Ctrl-C ends it
+    # between two. The signal is sent 1.5 s into the test, past the
+    # compilation of the window's program; the bar leaves room for a loaded
+    # machine.
+    qrels, run = many_queries
+    second = tmp_path / "second.run"
+    rng = np.random.default_rng(1)
+    lines = Path(run).read_text().splitlines()
+    second.write_text(
+        "".join(
+            f"{q} Q0 {doc} {rank} {score} second\n"
+            for (q, _, doc, rank, _, _), score in zip(
+                (line.split() for line in lines), rng.random(len(lines)), strict=True
+            )
+        )
+    )
+    process = program(
+        "compare", qrels, run, str(second), "-m", "map", "--test", test, *draws,
+        "--progress", "always",
+    )  # fmt: skip
+    seen = b""
+    while b"testing" not in seen:
+        chunk = process.stderr.read1(4096)
+        assert chunk, seen.decode()
+        seen += chunk
+    time.sleep(1.5)
+    process.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = process.communicate(timeout=300)
+    waited = time.monotonic() - sent
+    err = (seen + err).decode()
+    assert process.returncode == 130, err[-3000:]
+    assert err.rstrip().endswith("lodestar: interrupted")
+    assert "Traceback" not in err
+    assert waited < 3.0, f"{test} ended {waited:.1f} s after Ctrl-C"
 
 
 # --- TREC depth, repeatedly ----------------------------------------------------------

@@ -136,6 +136,21 @@ def test_usage_errors_point_to_the_commands_own_help(capsys):
 
 
 @pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--permutations", "0"], "--permutations takes a number of at least 1; got 0"),
+        (["--samples", "-3"], "--samples takes a number of at least 1; got -3"),
+        (["--seed", "4294967296"], "--seed takes a number in [0, 2**32 - 1]; got 4294967296"),
+        (["--seed", "-1"], "--seed takes a number in [0, 2**32 - 1]; got -1"),
+    ],
+)
+def test_test_options_are_refused_before_the_runs_are_read(capsys, option, message):
+    # The runs named do not exist: the options are refused before any reading.
+    assert main(["compare", "no-qrels", "no-run-a", "no-run-b", *option]) == 2
+    assert capsys.readouterr().err.startswith(f"lodestar: error: {message}\n")
+
+
+@pytest.mark.parametrize(
     "options, recorded",
     [
         ([], {"trec_eval": False, "ignore_ties": False, "complete": False, "relevance_level": 1}),

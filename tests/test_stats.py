@@ -22,12 +22,14 @@ References, each independent of the code under test:
 import itertools
 import json
 import math
+import os
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from children import interruptible_children
 
 from lodestar import InvalidParameterError, stats
 from lodestar.stats import _student_t, _tests
@@ -399,6 +401,90 @@ def test_bootstrap_under_jit_with_x64():
     # they were seen 1 ulp apart, after other tests had run in the process.
     np.testing.assert_allclose(float(jitted.low), float(eager.low), rtol=1e-14, atol=0)
     np.testing.assert_allclose(float(jitted.high), float(eager.high), rtol=1e-14, atol=0)
+
+
+def test_bootstrap_refuses_more_means_than_its_interval_can_hold():
+    # The interval holds every resampled mean of every comparison: 2**27 of
+    # them (1 GiB); --samples 1e11 once ended in an out-of-memory traceback.
+    a, b = RNG.random((2, 3, 20))
+    message = (
+        "The 'samples' parameter of bootstrap_test must be an int in the range "
+        "[1, 44739242] for 3 comparison(s): the confidence interval holds every "
+        "resampled mean, at most 134,217,728 of them (1 GiB). Got 44739243 instead."
+    )
+    with pytest.raises(InvalidParameterError) as caught:
+        stats.bootstrap_test(a, b, samples=2**27 // 3 + 1)
+    assert str(caught.value) == message
+    with pytest.raises(InvalidParameterError, match="compare_scores must be an int in the range"):
+        stats.compare_scores({"x": {"m": a[0]}, "y": {"m": b[0]}}, test="bootstrap", samples=10**11)
+
+
+@pytest.mark.parametrize("window_chunks", [1, 2, 3])
+def test_eager_windows_draw_what_one_traced_loop_draws(monkeypatch, window_chunks):
+    # An eager test runs its chunks a few at a time (for Ctrl-C); under jit it
+    # runs them in one loop. 7 sign-flip chunks of 4,096 and 9 bootstrap
+    # chunks of 512, in windows that do not divide them.
+    a, b = runs_pair(25, 0.01)
+    monkeypatch.setattr(_tests, "_WINDOW_WORK", window_chunks * 4096 * 25 * 5)
+    eager = stats.randomization_test(a, b, permutations=7 * 4096 - 5, seed=2)
+    with jax.enable_x64(True):
+        jitted = jax.jit(stats.randomization_test, static_argnames="permutations")(
+            a, b, permutations=7 * 4096 - 5, seed=2
+        )
+    assert int(eager.count) == int(jitted.count)
+    eager = stats.bootstrap_test(a, b, samples=9 * 512 - 3, seed=2)
+    with jax.enable_x64(True):
+        jitted = jax.jit(stats.bootstrap_test, static_argnames="samples")(
+            a, b, samples=9 * 512 - 3, seed=2
+        )
+    assert int(eager.count) == int(jitted.count)
+    np.testing.assert_allclose(float(jitted.low), float(eager.low), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(float(jitted.high), float(eager.high), rtol=1e-14, atol=0)
+
+
+_INTERRUPTED_TEST = """
+import os, resource, signal, sys, threading, time
+import numpy as np
+from lodestar import stats
+
+a, b = np.random.default_rng(0).random((2, 3000))
+sent = []
+threading.Timer(3.0, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT))).start()
+try:
+    if sys.argv[1] == "randomization":
+        stats.randomization_test(a, b, permutations=10**10)
+    else:
+        stats.bootstrap_test(a, b, samples=100_000_000)
+except KeyboardInterrupt:
+    latency = time.monotonic() - sent[0]
+usage = resource.getrusage(resource.RUSAGE_SELF)
+before = usage.ru_utime + usage.ru_stime
+time.sleep(1.0)
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(latency, usage.ru_utime + usage.ru_stime - before)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_ctrl_c_stops_a_long_test_and_its_computation(test):
+    # 1e10 sign flips of 3,000 queries take hours. Interrupted, the call must
+    # raise KeyboardInterrupt within about a second, and leave nothing running
+    # (one compiled loop over every chunk kept the cores busy to the end).
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    with interruptible_children():
+        done = subprocess.run(
+            [sys.executable, "-c", _INTERRUPTED_TEST, test],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    latency, busy = map(float, done.stdout.split())
+    assert latency < 1.5, f"KeyboardInterrupt {latency:.2f} s after the signal"
+    assert busy < 0.2, f"{busy:.2f} CPU seconds in the second after the interrupt"
 
 
 def test_every_test_refuses_tracing_without_x64():

@@ -847,6 +847,13 @@ def _run_compare(args: argparse.Namespace, out) -> int:
 
     if len(args.runs) < 2:
         raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
+    # Checked before the runs are read and evaluated, which can take minutes.
+    if args.permutations < 1:
+        raise UsageError(f"--permutations takes a number of at least 1; got {args.permutations}")
+    if args.samples < 1:
+        raise UsageError(f"--samples takes a number of at least 1; got {args.samples}")
+    if not 0 <= args.seed < 2**32:
+        raise UsageError(f"--seed takes a number in [0, 2**32 - 1]; got {args.seed}")
     requests = _names.measures(_requests(args))
     if not requests:
         raise UsageError("compare needs at least one measure")
@@ -1134,10 +1141,14 @@ def console() -> None:
         sys.meta_path.insert(0, _WithoutPandas())
     try:
         _load_in_background = True
-        status = main()
+        # Flushing is inside: the results can still be waiting on a full pipe
+        # when Ctrl-C comes.
+        status = _flushed(main())
     except KeyboardInterrupt:
+        # A second Ctrl-C while the note is written must not end in a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _note("interrupted")
-        status = 130
+        status = _flushed(130, results=False)
     # The program ends with os._exit once its streams are flushed. Ending the
     # interpreter normally frees the run's arrays and JAX's modules one by
     # one, a sixth of a second on a TREC-depth run that the user waits for
@@ -1146,16 +1157,19 @@ def console() -> None:
     # thread is still importing JAX's C++ libraries. Under a profiler or a
     # coverage tracer, which write their results as the interpreter ends,
     # it ends normally.
-    status = _flushed(status)
     if sys.getprofile() is None and sys.gettrace() is None:
         os._exit(status)
     sys.exit(status)
 
 
-def _flushed(status: int) -> int:
-    """``status`` once stdout and stderr are flushed; 1 if the results could not be written."""
+def _flushed(status: int, *, results: bool = True) -> int:
+    """``status`` once stdout and stderr are flushed; 1 if the results could not be written.
+
+    An interrupted program flushes stderr only (``results=False``): its
+    results may be what a full pipe is holding up.
+    """
     try:
-        if sys.stdout is not None:
+        if results and sys.stdout is not None:
             sys.stdout.flush()
     except OSError as error:
         _note(f"error: cannot write the results: {error.strerror or error}")

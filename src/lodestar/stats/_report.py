@@ -578,7 +578,7 @@ def compare_scores(
             _, p, _, _, flips, exact = _tests.randomization(a, b, seed, permutations)
             seed_used = None if exact else seed
         else:
-            p = _tests.bootstrap(a, b, seed, samples, 0.95)[1]
+            p = _tests.bootstrap(a, b, seed, samples, 0.95, caller=caller)[1]
             samples_drawn, seed_used = samples, seed
         if correction == "holm":
             adjusted = _corrections.holm(p.T).T

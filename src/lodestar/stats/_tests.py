@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -11,12 +12,24 @@ import numpy as np
 from jax import lax
 
 from lodestar import _validation
+from lodestar._validation import InvalidParameterError
 from lodestar.stats import _checks, _student_t
 
 # Each chunk of sign flips or resamples is a float64 (rows, n) matrix of at
 # most this many bytes, and at most _MAX_CHUNK_ROWS rows.
 _CHUNK_BYTES = 64 * 2**20
 _MAX_CHUNK_ROWS = 4096
+
+# An eager test runs its chunks a window at a time, one call of about this
+# many multiply-adds each (a few tens of milliseconds), and waits for each
+# call: Ctrl-C raises KeyboardInterrupt between two calls, so a test of 1e10
+# sign flips stops within a fraction of a second. A traced test runs every
+# chunk in one loop; both draw the same chunks, so they give the same counts.
+_WINDOW_WORK = 2**25
+
+# The bootstrap's interval needs every resampled mean: at most this many
+# (samples times comparisons), 1 GiB of float64.
+MAX_BOOTSTRAP_MEANS = 2**27
 
 
 # --------------------------------------------------------------------------- #
@@ -196,21 +209,29 @@ def _tie_tolerance(a, b):
     return 2.0 * (n + 1) * _student_t.EPS * jnp.sum(jnp.abs(a) + jnp.abs(b), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnames=("flips", "exact"))
-def _sign_flip_counts(a, b, key, *, flips: int, exact: bool):
-    """How many of ``flips`` sign vectors give ``|sum(s * d)| >= |sum(d)| - tolerance``.
+def _windows(chunks: int, work_per_chunk: int, traced: bool):
+    """``(first, window)`` chunk ranges that cover ``range(chunks)``; one range when traced."""
+    if traced:
+        return [(0, chunks)]
+    window = max(1, min(chunks, _WINDOW_WORK // max(work_per_chunk, 1)))
+    return [(first, window) for first in range(0, chunks, window)]
 
-    ``a`` and ``b`` are ``(pairs, n)``; every pair shares the sign vectors. Row
+
+@functools.partial(jax.jit, static_argnames=("window", "flips", "exact"))
+def _sign_flip_window(a, b, key, first, *, window: int, flips: int, exact: bool):
+    """How many sign vectors of chunks ``[first, first + window)`` are as extreme as ``sum(d)``.
+
+    A sign vector counts when ``|sum(s * d)| >= |sum(d)| - tolerance``. ``a``
+    and ``b`` are ``(pairs, n)``; every pair shares the sign vectors. Row
     ``r`` of the sign matrix is the binary expansion of ``r`` when ``exact``
     (all ``2**n`` rows), else 32 sign bits per draw of ``jax.random.bits``
     from ``fold_in(key, chunk)``. Each chunk is one ``(rows, n) @ (n, pairs)``
-    product in float64.
+    product in float64; rows past ``flips`` do not count.
     """
     pairs, n = a.shape
     d = a - b
     threshold = jnp.abs(jnp.sum(d, axis=-1)) - _tie_tolerance(a, b)
     rows = _chunk_rows(n)
-    chunks = -(-flips // rows)
     words = -(-n // 32)
     positions = jnp.arange(n, dtype=jnp.int64)
     shifts = jnp.arange(32, dtype=jnp.uint32)
@@ -224,32 +245,51 @@ def _sign_flip_counts(a, b, key, *, flips: int, exact: bool):
             bits = ((drawn[:, :, None] >> shifts) & 1).reshape(rows, words * 32)[:, :n]
         return jnp.where(bits == 1, -1.0, 1.0)
 
-    def body(chunk, count):
+    def body(offset, count):
+        chunk = first + offset
         flipped = jnp.matmul(signs(chunk), d.T, precision=lax.Precision.HIGHEST)
         extreme = jnp.abs(flipped) >= threshold
         valid = chunk * rows + jnp.arange(rows) < flips
         return count + jnp.sum(extreme & valid[:, None], axis=0)
 
-    return lax.fori_loop(0, chunks, body, jnp.zeros(pairs, jnp.int64))
+    return lax.fori_loop(0, window, body, jnp.zeros(pairs, jnp.int64))
 
 
-@functools.partial(jax.jit, static_argnames=("samples",))
-def _bootstrap_kernel(d, key, quantiles, *, samples: int):
-    """``(t_obs, count, mean, interval)`` of the paired bootstrap of ``d``, ``(pairs, n)``.
+def _sign_flip_counts(a, b, key, *, flips: int, exact: bool):
+    """:func:`_sign_flip_window` over every chunk, a window at a time when eager."""
+    pairs, n = a.shape
+    rows = _chunk_rows(n)
+    traced = not _validation.is_concrete(a, key)
+    count = jnp.zeros(pairs, jnp.int64)
+    for first, window in _windows(-(-flips // rows), rows * n * (pairs + 4), traced):
+        count = count + _sign_flip_window(
+            a, b, key, jnp.int64(first), window=window, flips=flips, exact=exact
+        )
+        if not traced:
+            count.block_until_ready()
+    return count
 
-    Each resample is a row of multinomial counts (how often each query was
-    drawn), shared by every pair; ``counts @ [w, w**2]`` gives the mean and
-    variance of the resampled centred differences ``w = d - mean(d)``.
+
+@functools.partial(jax.jit, static_argnames=("window", "samples"))
+def _bootstrap_window(d, key, first, *, window: int, samples: int):
+    """``(count, means)`` of the paired bootstrap's chunks ``[first, first + window)``.
+
+    ``d`` is ``(pairs, n)``. Each resample is a row of multinomial counts (how
+    often each query was drawn), shared by every pair; ``counts @ [w, w**2]``
+    gives the mean and variance of the resampled centred differences
+    ``w = d - mean(d)``. ``count`` is how many resamples' ``|t*|`` reach
+    ``|t_obs|``; ``means`` are the ``(window * rows, pairs)`` resampled mean
+    differences, rows past ``samples`` included.
     """
     pairs, n = d.shape
     mean, centred, variance = _moments(d)
     observed = _ratio(mean, jnp.sqrt(variance / n))
     basis = jnp.concatenate([centred, centred * centred], axis=0).T  # (n, 2 * pairs)
     rows = _bootstrap_rows(n)
-    chunks = -(-samples // rows)
 
-    def body(chunk, state):
+    def body(offset, state):
         count, means = state
+        chunk = first + offset
         drawn = jax.random.randint(jax.random.fold_in(key, chunk), (rows, n), 0, n, jnp.int32)
         # One flat scatter of int32 positions: a (rows, n, 2) index array would
         # take twice the memory of the counts themselves.
@@ -261,12 +301,38 @@ def _bootstrap_kernel(d, key, quantiles, *, samples: int):
         statistic = _ratio(shifted, jnp.sqrt(spread / n))
         valid = chunk * rows + jnp.arange(rows) < samples
         extreme = (jnp.abs(statistic) >= jnp.abs(observed)) & valid[:, None]
-        means = lax.dynamic_update_slice(means, mean + shifted, (chunk * rows, 0))
+        means = lax.dynamic_update_slice(means, mean + shifted, (offset * rows, 0))
         return count + jnp.sum(extreme, axis=0), means
 
-    start = (jnp.zeros(pairs, jnp.int64), jnp.zeros((chunks * rows, pairs)))
-    count, means = lax.fori_loop(0, chunks, body, start)
-    interval = jnp.quantile(means[:samples], quantiles, axis=0)
+    start = (jnp.zeros(pairs, jnp.int64), jnp.zeros((window * rows, pairs)))
+    return lax.fori_loop(0, window, body, start)
+
+
+@functools.partial(jax.jit, static_argnames=("samples",))
+def _bootstrap_summary(d, means, quantiles, *, samples: int):
+    """``(t_obs, mean, interval)``: t of ``d``, and quantiles of the first ``samples`` means."""
+    mean, _, variance = _moments(d)
+    observed = _ratio(mean, jnp.sqrt(variance / d.shape[-1]))
+    return observed, mean, jnp.quantile(means[:samples], quantiles, axis=0)
+
+
+def _bootstrap_kernel(d, key, quantiles, *, samples: int):
+    """``(t_obs, count, mean, interval)`` of the paired bootstrap of ``d``, ``(pairs, n)``."""
+    pairs, n = d.shape
+    rows = _bootstrap_rows(n)
+    traced = not _validation.is_concrete(d, key)
+    count = jnp.zeros(pairs, jnp.int64)
+    means = []
+    for first, window in _windows(-(-samples // rows), 8 * rows * n * (pairs + 4), traced):
+        window_count, window_means = _bootstrap_window(
+            d, key, jnp.int64(first), window=window, samples=samples
+        )
+        count = count + window_count
+        means.append(window_means)
+        if not traced:
+            count.block_until_ready()
+    means = means[0] if len(means) == 1 else jnp.concatenate(means)
+    observed, mean, interval = _bootstrap_summary(d, means, quantiles, samples=samples)
     return observed, count, mean, interval
 
 
@@ -378,6 +444,9 @@ def randomization_test(a, b, *, permutations: int = 100_000, seed=0) -> Randomiz
     ``permutations >= m``, and the leading axes of ``a`` and ``b`` share them.
     Each chunk of sign vectors is at most a 64 MiB float64 matrix, and one
     matrix product with the differences of every comparison in the batch.
+    Called eagerly, the test runs its chunks a few tens of milliseconds at a
+    time, so that Ctrl-C (``KeyboardInterrupt``) stops it, and its
+    computation, within a fraction of a second.
 
     Args:
       a: ``(..., n)`` per-query scores of the first run; leading axes are
@@ -495,7 +564,8 @@ def bootstrap_test(
     Raises:
       ValueError: as :func:`paired_t_test`.
       InvalidParameterError: ``samples``, ``seed`` or ``confidence`` is out of
-        range.
+        range. The interval holds every resampled mean, so ``samples`` times
+        the comparisons in the batch may be at most ``2**27`` (1 GiB).
       RuntimeError: traced (under ``jax.jit`` or ``vmap``) with x64 off.
 
     Example:
@@ -527,14 +597,27 @@ def bootstrap_test(
     with jax.enable_x64(True):
         a, b = _checks.check_pair(a, b, caller=caller)
         statistic, p_value, mean, low, high, count = _results(
-            bootstrap(a, b, seed, samples, confidence)
+            bootstrap(a, b, seed, samples, confidence, caller=caller)
         )
     return BootstrapResult(statistic, p_value, mean, low, high, count, samples, confidence)
 
 
-def bootstrap(a, b, seed, samples, confidence):
-    """The test on float64 ``(..., n)`` arrays (under x64); float64 results."""
+def bootstrap(a, b, seed, samples, confidence, *, caller: str):
+    """The test on float64 ``(..., n)`` arrays (under x64); float64 results.
+
+    Raises:
+      InvalidParameterError: ``samples`` times the comparisons in the batch
+        exceeds :data:`MAX_BOOTSTRAP_MEANS`.
+    """
     batch, n = a.shape[:-1], a.shape[-1]
+    comparisons = math.prod(batch)
+    if samples * comparisons > MAX_BOOTSTRAP_MEANS:
+        raise InvalidParameterError(
+            f"The 'samples' parameter of {caller} must be an int in the range "
+            f"[1, {MAX_BOOTSTRAP_MEANS // comparisons}] for {comparisons} "
+            f"comparison(s): the confidence interval holds every resampled mean, "
+            f"at most {MAX_BOOTSTRAP_MEANS:,} of them (1 GiB). Got {samples!r} instead."
+        )
     quantiles = jnp.array([(1.0 - confidence) / 2, (1.0 + confidence) / 2])
     observed, count, mean, interval = _bootstrap_kernel(
         (a - b).reshape(-1, n), _key(seed), quantiles, samples=samples
