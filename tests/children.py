@@ -1,7 +1,31 @@
-"""Child processes that the tests interrupt with Ctrl-C (SIGINT)."""
+"""What the test suite shares with the child processes it starts.
+
+The compilation cache, and children that Ctrl-C (SIGINT) reaches.
+"""
 
 import contextlib
+import os
 import signal
+from pathlib import Path
+
+# JAX's persistent compilation cache, shared by the workers of a run, by the
+# check scripts they start (multidevice_check.py, contexts_check.py), and
+# kept between runs (decision 0022): most of the suite's time is compilation,
+# and a second run, or the slow tier after the default one, loads what the
+# first compiled. LODESTAR_TEST_JAX_CACHE=DIR moves it, =0 turns it off.
+CACHE_VARIABLE = "LODESTAR_TEST_JAX_CACHE"
+DEFAULT_CACHE = str(Path(__file__).resolve().parents[1] / ".cache" / "jax-tests")
+
+
+def use_the_suite_compilation_cache() -> None:
+    """Point this process's JAX at the suite's cache, and its children too."""
+    import jax
+
+    directory = os.environ.setdefault(CACHE_VARIABLE, DEFAULT_CACHE)
+    if directory != "0":
+        jax.config.update("jax_compilation_cache_dir", directory)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 @contextlib.contextmanager

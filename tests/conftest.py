@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The benchmark scripts and their helpers, which tests run and import.
 sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import children  # noqa: E402  (tests/children.py)
+
 # multidevice_check.py is a script for a subprocess: it sets XLA_FLAGS for 8 CPU
 # devices at import. Collected for doctests, it would set them in this process
 # too, and a backend started after that would have 8 devices, which turns the
@@ -105,14 +107,5 @@ def pytest_runtest_logreport(report):
         out.write(f"{report.duration:.3f}\t{report.when}\t{report.nodeid}\n")
 
 
-# JAX's persistent compilation cache, shared by the workers of a run and kept
-# between runs (decision 0022): most of the suite's time is compilation, and a
-# second run, or the slow tier after the default one, loads what the first
-# compiled. LODESTAR_TEST_JAX_CACHE=DIR moves it, =0 turns it off.
-_JAX_CACHE = os.environ.get(
-    "LODESTAR_TEST_JAX_CACHE", str(Path(__file__).resolve().parents[1] / ".cache" / "jax-tests")
-)
-if _JAX_CACHE != "0":
-    jax.config.update("jax_compilation_cache_dir", _JAX_CACHE)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+# JAX's persistent compilation cache (tests/children.py, decision 0022).
+children.use_the_suite_compilation_cache()

@@ -33,11 +33,14 @@ import os
 import sys
 import threading
 
+import children  # tests/children.py, beside this script
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lodestar import _ranking, _registry, losses
+
+children.use_the_suite_compilation_cache()
 
 # Every exact measure of the registry, with its required options, and the
 # rank-aware loss. ``cutoff`` says whether the function takes ``k``. Every
