@@ -10,7 +10,8 @@ the values' bytes. MODE is:
 * ``context``: x64 off for the process, each call inside
   ``with jax.enable_x64(True):`` (JAX's thread-local context manager);
 * ``threads``: as ``context``, from four Python threads at once, each calling
-  every function on every batch, the threads starting at different batches;
+  the functions of ``ENGINE_PATHS`` on every batch, the threads starting at
+  different batches;
   every thread's results are checked against the first thread's before
   printing;
 * ``global-reported`` and ``context-reported``: the crash as it was reported
@@ -74,8 +75,8 @@ def batches(rows):
     yield "packed", scores[: rows // 10], labels[: rows // 10], {"segments": segments}
 
 
-def evaluate(rows, start=0):
-    """Every function on every batch, as ``{name: sha256 of the values}``.
+def evaluate(rows, start=0, *, names=None):
+    """Every function (of ``names``) on every batch, as ``{name: sha256 of the values}``.
 
     ``start`` rotates the order of the batches, so that threads given
     different starts evaluate different batches at the same time.
@@ -86,7 +87,7 @@ def evaluate(rows, start=0):
         for name, (function, takes_k) in FUNCTIONS.items():
             if options.get("k") is not None and not takes_k:
                 continue
-            if batch != "long_kNone" and name not in ENGINE_PATHS:
+            if (batch != "long_kNone" or names is not None) and name not in ENGINE_PATHS:
                 continue
             arguments = scores, labels, {o: v for o, v in options.items() if o != "k" or takes_k}
             if name == "lambda_loss":
@@ -147,9 +148,11 @@ def main(mode, rows):
     else:
         found, errors = [], []
 
+        # The threads share the engine's host paths, whatever the formula:
+        # the functions of ENGINE_PATHS reach every one of them.
         def worker(start):
             try:
-                found.append(evaluate(rows, start))
+                found.append(evaluate(rows, start, names=ENGINE_PATHS))
             except Exception as error:  # reported below, with the others
                 errors.append(repr(error))
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import contexts_check
 import pytest
 
 SCRIPT = Path(__file__).resolve().parent / "contexts_check.py"
@@ -64,7 +65,9 @@ def test_the_reported_crash_does_not_recur():
 
 @pytest.mark.slow
 def test_threads_each_in_an_enable_x64_context_equal_global_x64(reference):
+    # The threads call the functions that reach every host path of the engine.
     found = digests("threads", ROWS)
-    assert found.keys() == reference.keys()
+    assert found.keys() <= reference.keys()
+    assert {name.split("[")[0] for name in found} == contexts_check.ENGINE_PATHS
     different = sorted(name for name in found if found[name] != reference[name])
     assert not different, different
