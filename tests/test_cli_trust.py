@@ -12,6 +12,7 @@ process's own.
 """
 
 import gzip
+import io
 import json
 import os
 import signal
@@ -157,6 +158,48 @@ def test_a_damaged_gzip_is_refused_naming_the_file(tmp_path, capsys, damage):
     err = capsys.readouterr().err
     assert err.startswith(f"lodestar: error: {run}: cannot read this gzip file")
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("source", ["device", "gzip bomb", "standard input", "pipe"])
+def test_endless_zeros_are_refused_at_their_first_block(tmp_path, capsys, monkeypatch, source):
+    # /dev/zero, and 64 MiB of zeros in 64 KiB of gzip, were read until memory
+    # ran out (a MemoryError traceback); trec_eval refuses /dev/zero at once.
+    qrels = write(tmp_path, "q", QRELS)
+    if source == "device":
+        run = "/dev/zero"
+    elif source == "gzip bomb":
+        run = write(tmp_path, "bomb.gz", gzip.compress(b"\x00" * (64 << 20), mtime=0))
+    elif source == "standard input":
+        zeros = open("/dev/zero", "rb")  # noqa: SIM115 - closed below
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(zeros))
+        run = "-"
+    else:
+        read_end, write_end = os.pipe()
+        os.write(write_end, b"q1 Q0 a 1 0.9 t\n" + b"\x00" * 60_000)  # within a pipe's buffer
+        os.close(write_end)
+        run = f"/dev/fd/{read_end}"
+    assert main(["evaluate", qrels, run]) == 1
+    err = capsys.readouterr().err
+    line = 2 if source == "pipe" else 1
+    assert err == f"lodestar: error: {run}:{line}: the line holds a NUL byte, which is not text\n"
+    if source == "standard input":
+        zeros.close()
+    elif source == "pipe":
+        os.close(read_end)
+
+
+def test_running_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
+    from lodestar._trec import read
+
+    def exhausted(path, **_):
+        raise MemoryError(f"{path}: the gzip data decompress to more than fits")
+
+    monkeypatch.setattr(read, "read_run", exhausted)
+    qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN)
+    assert main(["evaluate", qrels, run]) == 1
+    assert capsys.readouterr().err.endswith(
+        f"lodestar: error: out of memory: {run}: the gzip data decompress to more than fits\n"
+    )
 
 
 def test_single_precision_refuses_a_score_float32_cannot_hold(tmp_path, capsys):
@@ -332,6 +375,33 @@ def _reading_standard_input(pid: int) -> bool:
     except OSError:
         return False
     return call[:2] == ["0", "0x0"]
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_a_compilation_cache_that_cannot_be_written_is_not_used(tmp_path, named):
+    # JAX warned on stderr at every compilation into a cache it could not
+    # write (a path through a file here; a read-only home in practice).
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    env = {**os.environ, "PYTHONPATH": SRC}
+    if named:
+        env["LODESTAR_COMPILATION_CACHE"] = str(blocked / "cache")
+    else:
+        env.pop("LODESTAR_COMPILATION_CACHE", None)
+        env["XDG_CACHE_HOME"] = str(blocked)
+    done = subprocess.run(
+        [sys.executable, "-m", "lodestar", "evaluate", "--example", "-m", "map"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # The example's own notes (queries not evaluated), and nothing else.
+    notes = [line for line in done.stderr.splitlines() if "not evaluated" not in line]
+    expected = [
+        f"lodestar: LODESTAR_COMPILATION_CACHE={str(blocked / 'cache')!r} cannot be "
+        "written; compiling without it"
+    ]
+    assert notes == (expected if named else [])
+    assert "map                   \tall\t0.5707" in done.stdout
 
 
 def test_ctrl_c_exits_130_with_one_line(many_queries):

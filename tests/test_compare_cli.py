@@ -57,6 +57,17 @@ def test_compare_reports_what_compare_scores_finds(tmp_path, capsys):
     assert "Queries: 12, the queries in the qrels and in every run" in table
 
 
+def test_runids_shown_alike_name_the_runs_by_their_paths(tmp_path, capsys):
+    # The byte 0xff and the four characters "\xff" are shown alike; named by
+    # them, the report's two runs would have one name.
+    qrels, runs = write_runs(tmp_path)
+    for name, runid in (("base", b"r\xff"), ("better", b"r\\xff")):
+        path = tmp_path / name
+        path.write_bytes(path.read_bytes().replace(f" {name}\n".encode(), b" " + runid + b"\n"))
+    assert main(["compare", qrels, runs["base"], runs["better"], "-m", "map", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] == [runs["base"], runs["better"]]
+
+
 @pytest.mark.parametrize("style", ["markdown", "latex"])
 def test_compare_formats(tmp_path, capsys, style):
     qrels, runs = write_runs(tmp_path)

@@ -235,9 +235,18 @@ def test_half_precision_is_computed_in_float32(key, dtype):
     np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
-# Ranking integers by value is the engine's, whatever the formula.
-@pytest.mark.parametrize("key", tiers.engine_params())
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_])
+# Ranking integers by value is the engine's, whatever the formula: the slow
+# tier's measures take the narrowest signed type, the widest unsigned one and
+# bool, the default tier's every type.
+@pytest.mark.parametrize(
+    "key, dtype",
+    tiers.crossed(
+        tiers.engine_params(),
+        [np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_],
+        slow=lambda key, dtype: dtype in (np.int8, np.uint64, np.bool_),
+        name=lambda dtype: np.dtype(dtype).name,
+    ),
+)
 def test_integer_and_boolean_scores_are_ranked_by_value(key, dtype):
     if dtype == np.bool_:
         scores = np.array([False, True, False, True, True, False])
@@ -257,8 +266,14 @@ def test_integer_and_boolean_scores_are_ranked_by_value(key, dtype):
 # --- gradients and NaN -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
-@pytest.mark.parametrize("n", [6, 300])
+# Long lists (n = 300) take the engine's other paths, which one measure of
+# every module meets in the slow tier.
+@pytest.mark.parametrize(
+    "key, n",
+    tiers.crossed(
+        tiers.measure_params(), [6, 300], slow=lambda key, n: n < 300 or key in tiers.ONE_PER_MODULE
+    ),
+)
 def test_grad_with_respect_to_scores_is_zero(key, n):
     scores = jnp.asarray(np.round(rng.random((2, n)), 1))
     labels = jnp.asarray(rng.integers(0, 3, (2, n)).astype(np.float64))
@@ -270,8 +285,12 @@ def test_grad_with_respect_to_scores_is_zero(key, n):
     np.testing.assert_array_equal(grad, np.zeros_like(scores))
 
 
-@pytest.mark.parametrize("key", tiers.measure_params())
-@pytest.mark.parametrize("n", [5, 300])
+@pytest.mark.parametrize(
+    "key, n",
+    tiers.crossed(
+        tiers.measure_params(), [5, 300], slow=lambda key, n: n < 300 or key in tiers.ONE_PER_MODULE
+    ),
+)
 def test_nan_score_under_jit_gives_nan_for_that_list_only(key, n):
     scores = np.round(rng.random((3, n)), 1)
     labels = rng.integers(0, 3, (3, n)).astype(np.float64)

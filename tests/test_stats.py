@@ -98,6 +98,21 @@ def test_t_tail_agrees_with_scipy_across_degrees_of_freedom():
     np.testing.assert_array_equal(limits, [1.0, 0.0, 0.0, np.nan])
 
 
+@pytest.mark.parametrize("df", [1, 2, 4, 9, 29, 30, 100, 10_000])
+@pytest.mark.parametrize("p", [0.5, 0.1, 0.05, 0.01, 1e-3, 1e-8])
+def test_critical_values_invert_the_two_sided_tail(df, p):
+    c = _student_t.two_sided_critical_value(p, df)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(float(_student_t.t_two_sided(c, df)), p, rtol=1e-12)
+
+
+@pytest.mark.parametrize("df", [1, 4, 9, 29, 1_000_000])
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_critical_values_agree_with_scipy(df, confidence):
+    ours = _student_t.two_sided_critical_value(1 - confidence, df)
+    np.testing.assert_allclose(ours, scipy_stats.t.ppf((1 + confidence) / 2, df), rtol=1e-12)
+
+
 def test_t_test_all_differences_zero_is_no_evidence():
     a = np.array([0.3, 0.5, 0.1, 0.9])
     with warnings.catch_warnings():
@@ -703,6 +718,15 @@ a  bm25    0.3675    0.2825
 b  dense   0.4762ᵃ   0.3037
 c  hybrid  0.5413ᵃᵇ  0.3762ᵃᵇ
 
+Pair   Measure  Difference  95% interval        d_z    t       p        adjusted p
+-----  -------  ----------  ------------------  -----  ------  -------  ----------
+a − b  ndcg@10  -0.1088     [-0.1395, -0.0780]  -2.95  -8.36   6.9e-05  6.9e-05
+a − b  map      -0.0213     [-0.0738, +0.0313]  -0.34  -0.96   0.3711   0.3711
+a − c  ndcg@10  -0.1738     [-0.2164, -0.1311]  -3.41  -9.64   2.7e-05  5.4e-05
+a − c  map      -0.0938     [-0.1445, -0.0430]  -1.54  -4.37   0.0033   0.0098
+b − c  ndcg@10  -0.0650     [-0.0791, -0.0509]  -3.85  -10.88  1.2e-05  3.7e-05
+b − c  map      -0.0725     [-0.1200, -0.0250]  -1.28  -3.61   0.0086   0.0172
+
 Superscripts mark the runs that a run is significantly better than
 (adjusted p ≤ 0.05): two-sided paired t-test, Holm correction over 3 pairs of
 runs per measure; 8 queries."""
@@ -719,6 +743,15 @@ MARKDOWN = f"""\
 | a | bm25 | 0.3675 | 0.2825 |
 | b | dense | 0.4762<sup>a</sup> | 0.3037 |
 | c | hybrid | 0.5413<sup>ab</sup> | 0.3762<sup>ab</sup> |
+
+| Pair | Measure | Difference | 95% interval | d_z | t | p | adjusted p |
+|---|---|---:|---:|---:|---:|---:|---:|
+| a − b | ndcg@10 | -0.1088 | [-0.1395, -0.0780] | -2.95 | -8.36 | 6.9e-05 | 6.9e-05 |
+| a − b | map | -0.0213 | [-0.0738, +0.0313] | -0.34 | -0.96 | 0.3711 | 0.3711 |
+| a − c | ndcg@10 | -0.1738 | [-0.2164, -0.1311] | -3.41 | -9.64 | 2.7e-05 | 5.4e-05 |
+| a − c | map | -0.0938 | [-0.1445, -0.0430] | -1.54 | -4.37 | 0.0033 | 0.0098 |
+| b − c | ndcg@10 | -0.0650 | [-0.0791, -0.0509] | -3.85 | -10.88 | 1.2e-05 | 3.7e-05 |
+| b − c | map | -0.0725 | [-0.1200, -0.0250] | -1.28 | -3.61 | 0.0086 | 0.0172 |
 
 {NOTE}"""
 
@@ -796,6 +829,33 @@ def test_comparison_agrees_with_the_tests_pair_by_pair(test):
             assert comparison.mean_differences[i, j, k] == float(t.mean_difference)
             assert comparison.mean_differences[j, i, k] == -float(t.mean_difference)
             assert comparison.effect_sizes[i, j, k] == float(t.effect_size)
+            alone = single(a, b)
+            np.testing.assert_allclose(
+                comparison.statistics[i, j, k], float(alone.statistic), rtol=1e-14
+            )
+            assert comparison.statistics[j, i, k] == -comparison.statistics[i, j, k]
+            if test == "bootstrap":
+                # The same resamples: the interval of the pair tested alone.
+                for end in ("low", "high"):
+                    np.testing.assert_allclose(
+                        getattr(comparison, end)[i, j, k], float(getattr(alone, end)), rtol=1e-14
+                    )
+            elif test == "t":
+                # Student's t-interval; it holds 0 exactly when p > alpha.
+                spread = np.std(a - b, ddof=1) / np.sqrt(len(a))
+                half = _student_t.two_sided_critical_value(0.05, len(a) - 1) * spread
+                np.testing.assert_allclose(
+                    [comparison.low[i, j, k], comparison.high[i, j, k]],
+                    [float(t.mean_difference) - half, float(t.mean_difference) + half],
+                    rtol=1e-13,
+                )
+                assert (comparison.low[i, j, k] > 0 or comparison.high[i, j, k] < 0) == (p < 0.05)
+            if comparison.low is not None:
+                assert comparison.low[j, i, k] == -comparison.high[i, j, k]
+                assert comparison.low[i, j, k] <= comparison.mean_differences[i, j, k]
+                assert comparison.mean_differences[i, j, k] <= comparison.high[i, j, k]
+            else:
+                assert test == "randomization" and comparison.confidence is None
             pair_p.append(p)
         adjusted = np.asarray(stats.holm(np.array(pair_p)))
         for (i, j), value in zip(itertools.combinations(range(4), 2), adjusted, strict=True):

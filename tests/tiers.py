@@ -71,3 +71,17 @@ def engine_params():
     """Two measures in the default tier; the default tier's and one of every module in the slow."""
     keys = dict.fromkeys((*DEFAULT_TIER, *ONE_PER_MODULE))
     return params(keys, default=ENGINE_DEFAULT_TIER)
+
+
+def crossed(key_params, values, *, slow, name=str):
+    """``(key, value)`` params: every value for a default-tier key, ``slow(key, value)`` ones else.
+
+    ``key_params`` are this module's params (:func:`measure_params`,
+    :func:`engine_params`); a pair keeps its key's tier.
+    """
+    return [
+        pytest.param(param.values[0], value, id=f"{param.id}-{name(value)}", marks=param.marks)
+        for param in key_params
+        for value in values
+        if not param.marks or slow(param.values[0], value)
+    ]

@@ -10,6 +10,7 @@ and a UTF-8 byte-order mark at the start of the text is dropped.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import os
@@ -28,14 +29,23 @@ _BOM = b"\xef\xbb\xbf"
 
 
 def read_bytes(
-    path: str | os.PathLike, *, progress: Progress | None = None, dash_is_stdin: bool = False
+    path: str | os.PathLike,
+    *,
+    progress: Progress | None = None,
+    dash_is_stdin: bool = False,
+    refuse_nul: bool = False,
 ) -> bytes | bytearray:
     """The file's bytes, decompressed if gzip.
 
     A file is read in blocks into one ``bytearray`` (decompressed block by
     block if gzip), so that ``progress`` can follow it and no second copy of
-    the bytes is ever made. Standard input and a pipe (``<(zcat run.gz)``),
-    whose size is unknown, are read whole.
+    the bytes is ever made. Standard input, a pipe (``<(zcat run.gz)``) and a
+    device, whose size is unknown, are read in blocks too.
+
+    With ``refuse_nul``, text holding a NUL byte is refused as soon as a
+    block that is read holds one: a text format that refuses NUL bytes
+    anyway then refuses ``/dev/zero`` and a gzip bomb of zeros at their first
+    block, instead of reading them until memory runs out.
 
     Args:
       path: The file.
@@ -49,24 +59,27 @@ def read_bytes(
     Raises:
       OSError: the file cannot be read, or it is a truncated or corrupt gzip
         stream; the message names the file.
+      ValueError: with ``refuse_nul``, the text holds a NUL byte; the message
+        is ``path:line: the line holds a NUL byte, which is not text``.
       MemoryError: the decompressed data do not fit in memory; the message
         names the file.
     """
     name = os.fspath(path)
+    check = functools.partial(_check_text, name) if refuse_nul else None
     if dash_is_stdin and name == "-":
-        data = _whole(name, sys.stdin.buffer.read())
+        data = _stream(name, sys.stdin.buffer, check)
     else:
         with open(name, "rb") as file:
             if not file.seekable():  # a pipe, as from ``<(zcat run.gz)``: its size is unknown
-                data = _whole(name, file.read())
+                data = _stream(name, file, check)
             else:
                 size = os.fstat(file.fileno()).st_size
                 gzipped = file.read(2) == _GZIP_MAGIC
                 file.seek(0)
                 if gzipped:
-                    data = _gunzip(name, file, size, progress)
+                    data = _gunzip(name, file, size, progress, check)
                 else:
-                    data = _read_blocks(file, size, progress)
+                    data = _read_blocks(file, size, progress, check)
     # Every leading byte-order mark goes, not only the first: a file saved
     # twice by a careless editor holds two, and pyarrow's CSV reader drops a
     # mark of its own, so stripping one would leave the two readers apart.
@@ -86,12 +99,52 @@ def rereadable(name: str) -> bool:
     return name != "-" and os.path.isfile(name)
 
 
-def _whole(name: str, data: bytes) -> bytes | bytearray:
-    """Bytes read whole (standard input, a pipe), decompressed if gzip."""
-    return _gunzip(name, io.BytesIO(data)) if data.startswith(_GZIP_MAGIC) else data
+def _check_text(name: str, data: bytearray, start: int) -> None:
+    """Refuse ``data`` if its bytes from ``start`` on hold a NUL, naming the line."""
+    at = data.find(b"\x00", start)
+    if at >= 0:
+        line = data.count(b"\n", 0, at) + 1
+        raise ValueError(f"{name}:{line}: the line holds a NUL byte, which is not text")
 
 
-def _read_blocks(file, size: int, progress: Progress | None) -> bytearray:
+def _read_rest(file, data: bytearray, check) -> bytearray:
+    """``data`` with the rest of ``file`` appended in blocks, each checked by ``check``."""
+    while block := file.read(READ_BLOCK):
+        data += block
+        if check is not None:
+            check(data, len(data) - len(block))
+    return data
+
+
+def _stream(name: str, file, check) -> bytearray:
+    """A stream of unknown size (standard input, a pipe, a device), decompressed if gzip."""
+    first = file.read(len(_GZIP_MAGIC))
+    if first == _GZIP_MAGIC:
+        return _gunzip(name, _Prefixed(first, file), check=check)
+    return _read_rest(file, bytearray(first), check)
+
+
+class _Prefixed(io.RawIOBase):
+    """The bytes ``head`` then the rest of ``file``: a stream whose first bytes were read."""
+
+    def __init__(self, head: bytes, file):
+        self._head, self._file = head, file
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            count = min(len(buffer), len(self._head))
+            buffer[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        block = self._file.read(len(buffer))
+        buffer[: len(block)] = block
+        return len(block)
+
+
+def _read_blocks(file, size: int, progress: Progress | None, check=None) -> bytearray:
     """A regular file's bytes, read into one bytearray in blocks of :data:`READ_BLOCK`."""
     data = bytearray(size)
     view, done = memoryview(data), 0
@@ -104,18 +157,22 @@ def _read_blocks(file, size: int, progress: Progress | None) -> bytearray:
             progress(done, size)
     view.release()
     del data[done:]
-    # A file that grew while it was read: its new end as well.
-    data += file.read()
-    return data
+    # A file that grew while it was read, or a device whose size is 0
+    # (/dev/zero): its further bytes as well, checked as they come.
+    return _read_rest(file, data, check)
 
 
-def _gunzip(name: str, file, size: int = 0, progress: Progress | None = None) -> bytearray:
+def _gunzip(
+    name: str, file, size: int = 0, progress: Progress | None = None, check=None
+) -> bytearray:
     """A gzip stream's bytes (every member), decompressed block by block."""
     data = bytearray()
     try:
         with gzip.GzipFile(fileobj=file, mode="rb") as stream:
             while block := stream.read(READ_BLOCK):
                 data += block
+                if check is not None:
+                    check(data, len(data) - len(block))
                 if progress is not None and size:
                     progress(min(file.tell(), size), size)
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:

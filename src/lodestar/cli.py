@@ -835,10 +835,15 @@ def _read_qrels(args, definitions: _evaluate.Definitions, progress: _Progress) -
 
 
 def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
-    """Each run's name: its runid where every runid is distinct, else its path."""
-    runids = [r.runid for r in runs if r.runid is not None]
-    if len(runids) == len(runs) and len(set(runids)) == len(runids):
-        return [_read.show(r) for r in runids]
+    """Each run's name: its runid where every runid is shown distinctly, else its path.
+
+    Runids are compared as they are shown: the byte 0xff is shown as the four
+    characters of its escape, which a runid may hold as they are, and two runs
+    of the report would have one name.
+    """
+    shown = [_read.show(r.runid) for r in runs if r.runid is not None]
+    if len(shown) == len(runs) and len(set(shown)) == len(shown):
+        return shown
     return list(paths)
 
 
@@ -1020,6 +1025,15 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:
         _note(f"error: {error}")
         return 1
+    except MemoryError as error:
+        _note(f"error: out of memory{f': {error}' if str(error) else ''}")
+        return 1
+    except RuntimeError as error:
+        # XLA's allocator, out of memory on the device or the host.
+        if "RESOURCE_EXHAUSTED" not in str(error):
+            raise
+        _note(f"error: out of memory: {str(error).splitlines()[0]}")
+        return 1
 
 
 def _configure_jax() -> None:
@@ -1042,6 +1056,18 @@ def _configure_jax() -> None:
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         directory = os.path.join(base, "lodestar", "jax")
+    # A cache that cannot be written would make JAX warn at every compilation
+    # (a read-only home, a path through a file): the program compiles without
+    # it, and says so only where the user named the directory.
+    try:
+        os.makedirs(directory, exist_ok=True)
+        writable = os.access(directory, os.W_OK | os.X_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        if setting:
+            _note(f"LODESTAR_COMPILATION_CACHE={setting!r} cannot be written; compiling without it")
+        return
     jax.config.update("jax_compilation_cache_dir", directory)
     # Our kernels compile in well under JAX's default threshold of a second.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)

@@ -58,7 +58,9 @@ def expand_run(run: TrecFile, qrels: TrecFile) -> TrecFile:
     if run.lines is not None:
         lines = run.lines[records]
     else:
-        data = run.data if run.data is not None else read_bytes(run.path, dash_is_stdin=True)
+        data = run.data
+        if data is None:
+            data = read_bytes(run.path, dash_is_stdin=True, refuse_nul=True)
         lines = content_lines(data)[records]
     return TrecFile(
         run.path,

@@ -87,7 +87,9 @@ class TrecFile(NamedTuple):
         """The 1-based line number of ``record``."""
         if self.lines is not None:
             return int(self.lines[record])
-        data = self.data if self.data is not None else read_bytes(self.path, dash_is_stdin=True)
+        data = self.data
+        if data is None:
+            data = read_bytes(self.path, dash_is_stdin=True, refuse_nul=True)
         return int(content_lines(data)[record])
 
     def __len__(self) -> int:
@@ -167,7 +169,7 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
     if progress is not None:
         reading = functools.partial(progress, "reading")
         parsing = functools.partial(progress, "parsing")
-    data = read_bytes(path, progress=reading, dash_is_stdin=True)
+    data = read_bytes(path, progress=reading, dash_is_stdin=True, refuse_nul=True)
     found = _read_regular(name, data, qrels=qrels, groups=groups, progress=parsing)
     # pyarrow's allocator returns freed memory to the system only after a
     # delay; the parsed table is gone, and the join is about to allocate as
