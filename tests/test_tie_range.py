@@ -102,3 +102,121 @@ def test_refuses_its_own_tie_options():
         metrics.tie_range(metrics.ndcg, jnp.zeros(3), jnp.ones(3), ignore_ties=True)
     with pytest.raises(ValueError, match="takes no segments"):
         metrics.tie_range(metrics.ndcg, jnp.zeros(3), jnp.ones(3), segments=jnp.zeros(3, int))
+
+
+# --- the command line's --tie-range, at every relevance level ----------------------
+
+# One query: a judged non-relevant document (d3), an unjudged one (d4) and
+# grades 1 and 2 tied with them, between two documents that are not tied.
+_QRELS = "q 0 d1 0\nq 0 d2 2\nq 0 d3 0\nq 0 d5 1\nq 0 d6 1\nq 0 d7 1\n"
+_TIED = ("d2", "d3", "d4", "d5")
+_MEASURES = ["mrr", "P@3", "map", "recall@3", "ndcg@3", "ndcg", "Rprec"]
+
+
+def _per_query(capsys, qrels, run, *options):
+    import json
+
+    from lodestar.cli import main
+
+    assert main(["evaluate", qrels, run, "--json", "-q", "-m", *_MEASURES, *options]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("definitions", [[], ["--trec-eval"]], ids=["lodestar", "trec_eval"])
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_command_line_range_is_the_extremes_over_every_order(
+    tmp_path, capsys, level, definitions
+):
+    # By label alone, -l 0 ranked a judged non-relevant document (relevant at
+    # level 0) among the unjudged ones: mrr 0.9688 printed [1.0000, 1.0000].
+    import itertools
+
+    qrels = tmp_path / "qrels"
+    qrels.write_text(_QRELS)
+
+    def run_file(order, *, tied):
+        lines = ["q Q0 d1 1 0.9 r"]
+        lines += [
+            f"q Q0 {doc} 2 {0.5 if tied else 0.5 - 0.01 * i:.2f} r" for i, doc in enumerate(order)
+        ]
+        lines += ["q Q0 d6 6 0.1 r"]
+        path = tmp_path / ("tied" if tied else "ordered")
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    options = ["-l", str(level), *definitions]
+    values = {m: [] for m in _MEASURES}
+    for order in itertools.permutations(_TIED):
+        found = _per_query(capsys, str(qrels), run_file(order, tied=False), *options)
+        for m in _MEASURES:
+            values[m].append(found["per_query"]["q"][m])
+    found = _per_query(capsys, str(qrels), run_file(_TIED, tied=True), *options, "--tie-range")
+    for m in _MEASURES:
+        low, high = found["tie_range"]["per_query"]["q"][m]
+        np.testing.assert_allclose(
+            [low, high], [min(values[m]), max(values[m])], rtol=1e-12, err_msg=m
+        )
+        np.testing.assert_allclose(
+            found["per_query"]["q"][m], np.mean(values[m]), rtol=1e-12, err_msg=m
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [["-l", "0"], ["-l", "2"], ["-M", "3"], ["-J"]], ids=" ".join)
+def test_every_trec_eval_measure_but_the_named_ones_has_its_extremes(tmp_path, capsys, options):
+    # Every measure of -m all_trec whose range the command does not disclaim
+    # (_trec.evaluate.RANGE_NOT_EXTREME) is the exact minimum and maximum over
+    # every order of a tied block holding grades 2, 1, 0, -1 and an unjudged
+    # document, under options that move relevance, the depth and judgment.
+    import itertools
+    import json
+
+    from lodestar._trec import names as _names
+    from lodestar._trec.evaluate import RANGE_NOT_EXTREME
+    from lodestar.cli import main
+
+    (tmp_path / "qrels").write_text(_QRELS + "q 0 d8 -1\n")
+    tied_block = ("d2", "d3", "d4", "d8")
+
+    def run_file(order, *, tied):
+        lines = ["q Q0 d1 1 0.9 r", "q Q0 d5 2 0.6 r"]
+        lines += [
+            f"q Q0 {doc} 3 {0.5 if tied else 0.5 - 0.01 * i:.2f} r" for i, doc in enumerate(order)
+        ]
+        lines += ["q Q0 d6 7 0.1 r"]
+        path = tmp_path / ("tied" if tied else "ordered")
+        path.write_text("\n".join(lines) + "\n")
+        return str(path)
+
+    def per_query(run, *extra):
+        args = ["evaluate", str(tmp_path / "qrels"), run, "--json", "-q", "--trec-eval"]
+        assert main([*args, "-m", "all_trec", *options, *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    values = {}
+    for order in itertools.permutations(tied_block):
+        for name, value in per_query(run_file(order, tied=False))["per_query"]["q"].items():
+            if isinstance(value, (int, float)):
+                values.setdefault(name, []).append(value)
+    found = per_query(run_file(tied_block, tied=True), "--tie-range")
+    checked = 0
+    for name, (low, high) in found["tie_range"]["per_query"]["q"].items():
+        if name not in values or _names.parse(name)[0].measure.key in RANGE_NOT_EXTREME:
+            continue
+        extremes = [min(values[name]), max(values[name])]
+        np.testing.assert_allclose([low, high], extremes, rtol=1e-9, atol=1e-12, err_msg=name)
+        checked += 1
+    assert checked > 80
+
+
+def test_the_command_names_the_ranges_that_are_not_extremes(capsys):
+    from lodestar.cli import main
+
+    assert main(["evaluate", "--example", "-m", "G", "ndcg", "infAP", "unj.5", "--tie-range"]) == 0
+    notes = capsys.readouterr().err.splitlines()
+    assert (
+        "lodestar: the --tie-range of G, infAP, unj_5 is the value at the relevant-first "
+        "and relevant-last orders; other orders of the ties can give values outside it"
+    ) in notes
+    assert main(["evaluate", "--example", "-m", "ndcg", "map", "--tie-range"]) == 0
+    assert "--tie-range of" not in capsys.readouterr().err

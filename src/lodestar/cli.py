@@ -738,6 +738,8 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         if groups:
             run = _groups.expand_run(run, qrels)
         progress.begin("evaluating")
+        if args.tie_range:
+            _note_ranges_not_extreme(requests)
         joined, results, extremes = evaluation.run_joined(
             qrels,
             run,
@@ -792,6 +794,20 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             title=_read.show(joined.runid) if joined.runid is not None else args.run,
         )
     return 0
+
+
+def _note_ranges_not_extreme(requests) -> None:
+    """Name the measures whose tie range is the two orders' values, not the extremes."""
+    names = [
+        r.name
+        for r in requests
+        if r.measure is not None and r.measure.key in _evaluate.RANGE_NOT_EXTREME
+    ]
+    if names:
+        _note(
+            f"the --tie-range of {', '.join(names)} is the value at the relevant-first "
+            "and relevant-last orders; other orders of the ties can give values outside it"
+        )
 
 
 def _definitions(args) -> _evaluate.Definitions:

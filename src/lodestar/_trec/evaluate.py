@@ -383,23 +383,40 @@ def aggregate(request: Request, values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else 0.0
 
 
-def tie_broken(joined: Joined, *, relevant_first: bool) -> Joined:
+def tie_broken(joined: Joined, *, relevant_first: bool, level: int) -> Joined:
     """``joined`` with each query's documents arranged so that ranking ties by index breaks them.
 
     Ranking tied scores by descending index (``ignore_ties``) puts the item
-    placed last first; placing each query's documents by ascending label
-    (relevant-first) or descending label (relevant-last), stably, makes that
-    tie-break the optimistic or the pessimistic one
-    (:func:`lodestar.metrics.tie_range`). An unjudged document counts as
-    label 0.
+    placed last first; placing each query's documents by ascending relevance
+    (relevant-first) or descending relevance (relevant-last), stably, makes
+    that tie-break the optimistic or the pessimistic one
+    (:func:`lodestar.metrics.tie_range`). Relevance is whether the document
+    is relevant at ``level`` (judged, grade at least ``level``), then its
+    label (its grade, 0 if negative or unjudged): the binary measures read
+    the first, the graded ones the second, and the order is extreme for
+    both. (By label alone, ``-l 0`` put a judged non-relevant document, which
+    is relevant there, among the unjudged ones.)
     """
     retrieved = joined.retrieved
     items = retrieved.items
     key = np.where(items["judged"], np.maximum(items["grade"], 0), 0)
+    relevant = (items["judged"] & (items["grade"] >= level)).astype(np.int64)
     query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
-    order = np.lexsort((key if relevant_first else -key, query))
+    if relevant_first:
+        order = np.lexsort((key, relevant, query))
+    else:
+        order = np.lexsort((-key, -relevant, query))
     moved = Lists(retrieved.offsets, {name: values[order] for name, values in items.items()})
     return joined._replace(retrieved=moved)
+
+
+# Measures whose values at the relevant-first and relevant-last orders are not
+# always their extremes over every order of the ties: G discounts by the gain
+# collected so far (decision 0020), and these read whether a document is
+# judged, which the two orders place only after relevance. Found by brute
+# force over every order of a tied block of five documents, under -l 0-2, -M
+# and --trec-eval; every other measure held its extremes there.
+RANGE_NOT_EXTREME = frozenset({"G", "infAP", "unj", "rbp_resid", "num_nonrel_judged_ret"})
 
 
 def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, max_grade: int):
@@ -411,6 +428,11 @@ def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, ma
     """
     ordered = definitions._replace(ignore_ties=True)
     return tuple(
-        evaluate(tie_broken(joined, relevant_first=first), requests, ordered, max_grade=max_grade)
+        evaluate(
+            tie_broken(joined, relevant_first=first, level=definitions.relevance_level),
+            requests,
+            ordered,
+            max_grade=max_grade,
+        )
         for first in (False, True)
     )
