@@ -113,13 +113,43 @@ _TIED = ("d2", "d3", "d4", "d5")
 _MEASURES = ["mrr", "P@3", "map", "recall@3", "ndcg@3", "ndcg", "Rprec"]
 
 
-def _per_query(capsys, qrels, run, *options):
+def _per_query(capsys, qrels, run, measures, *options):
     import json
 
     from lodestar.cli import main
 
-    assert main(["evaluate", qrels, run, "--json", "-q", "-m", *_MEASURES, *options]) == 0
+    assert main(["evaluate", qrels, run, "--json", "-q", "-m", *measures, *options]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def _run_file(directory, before, block, order=None):
+    """One query: ``before`` (docno, score) pairs, ``block`` tied at 0.5, then d6 at 0.1.
+
+    With ``order``, the block's documents take distinct scores in that order.
+    """
+    scores = [*before]
+    scores += [(doc, 0.5 - 0.01 * i) for i, doc in enumerate(order)] if order else []
+    scores += [(doc, 0.5) for doc in block] if order is None else []
+    scores += [("d6", 0.1)]
+    lines = [f"q Q0 {doc} {rank} {score:.2f} r" for rank, (doc, score) in enumerate(scores, 1)]
+    path = directory / ("tied" if order is None else "ordered")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _range_and_every_order(capsys, qrels, directory, before, block, measures, *options):
+    """``(tie-range report, {name: [per-query value at each order of the block]})``."""
+    import itertools
+
+    values = {}
+    for order in itertools.permutations(block):
+        run = _run_file(directory, before, block, order)
+        found = _per_query(capsys, qrels, run, measures, *options)["per_query"]["q"]
+        for name, value in found.items():
+            if isinstance(value, (int, float)):
+                values.setdefault(name, []).append(value)
+    run = _run_file(directory, before, block)
+    return _per_query(capsys, qrels, run, measures, *options, "--tie-range"), values
 
 
 @pytest.mark.parametrize("definitions", [[], ["--trec-eval"]], ids=["lodestar", "trec_eval"])
@@ -129,28 +159,11 @@ def test_the_command_line_range_is_the_extremes_over_every_order(
 ):
     # By label alone, -l 0 ranked a judged non-relevant document (relevant at
     # level 0) among the unjudged ones: mrr 0.9688 printed [1.0000, 1.0000].
-    import itertools
-
-    qrels = tmp_path / "qrels"
-    qrels.write_text(_QRELS)
-
-    def run_file(order, *, tied):
-        lines = ["q Q0 d1 1 0.9 r"]
-        lines += [
-            f"q Q0 {doc} 2 {0.5 if tied else 0.5 - 0.01 * i:.2f} r" for i, doc in enumerate(order)
-        ]
-        lines += ["q Q0 d6 6 0.1 r"]
-        path = tmp_path / ("tied" if tied else "ordered")
-        path.write_text("\n".join(lines) + "\n")
-        return str(path)
-
-    options = ["-l", str(level), *definitions]
-    values = {m: [] for m in _MEASURES}
-    for order in itertools.permutations(_TIED):
-        found = _per_query(capsys, str(qrels), run_file(order, tied=False), *options)
-        for m in _MEASURES:
-            values[m].append(found["per_query"]["q"][m])
-    found = _per_query(capsys, str(qrels), run_file(_TIED, tied=True), *options, "--tie-range")
+    (tmp_path / "qrels").write_text(_QRELS)
+    found, values = _range_and_every_order(
+        capsys, str(tmp_path / "qrels"), tmp_path, [("d1", 0.9)], _TIED, _MEASURES,
+        "-l", str(level), *definitions,
+    )  # fmt: skip
     for m in _MEASURES:
         low, high = found["tie_range"]["per_query"]["q"][m]
         np.testing.assert_allclose(
@@ -168,37 +181,14 @@ def test_every_trec_eval_measure_but_the_named_ones_has_its_extremes(tmp_path, c
     # (_trec.evaluate.RANGE_NOT_EXTREME) is the exact minimum and maximum over
     # every order of a tied block holding grades 2, 1, 0, -1 and an unjudged
     # document, under options that move relevance, the depth and judgment.
-    import itertools
-    import json
-
     from lodestar._trec import names as _names
     from lodestar._trec.evaluate import RANGE_NOT_EXTREME
-    from lodestar.cli import main
 
     (tmp_path / "qrels").write_text(_QRELS + "q 0 d8 -1\n")
-    tied_block = ("d2", "d3", "d4", "d8")
-
-    def run_file(order, *, tied):
-        lines = ["q Q0 d1 1 0.9 r", "q Q0 d5 2 0.6 r"]
-        lines += [
-            f"q Q0 {doc} 3 {0.5 if tied else 0.5 - 0.01 * i:.2f} r" for i, doc in enumerate(order)
-        ]
-        lines += ["q Q0 d6 7 0.1 r"]
-        path = tmp_path / ("tied" if tied else "ordered")
-        path.write_text("\n".join(lines) + "\n")
-        return str(path)
-
-    def per_query(run, *extra):
-        args = ["evaluate", str(tmp_path / "qrels"), run, "--json", "-q", "--trec-eval"]
-        assert main([*args, "-m", "all_trec", *options, *extra]) == 0
-        return json.loads(capsys.readouterr().out)
-
-    values = {}
-    for order in itertools.permutations(tied_block):
-        for name, value in per_query(run_file(order, tied=False))["per_query"]["q"].items():
-            if isinstance(value, (int, float)):
-                values.setdefault(name, []).append(value)
-    found = per_query(run_file(tied_block, tied=True), "--tie-range")
+    found, values = _range_and_every_order(
+        capsys, str(tmp_path / "qrels"), tmp_path, [("d1", 0.9), ("d5", 0.6)],
+        ("d2", "d3", "d4", "d8"), ["all_trec"], "--trec-eval", *options,
+    )  # fmt: skip
     checked = 0
     for name, (low, high) in found["tie_range"]["per_query"]["q"].items():
         if name not in values or _names.parse(name)[0].measure.key in RANGE_NOT_EXTREME:

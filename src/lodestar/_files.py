@@ -117,31 +117,15 @@ def _read_rest(file, data: bytearray, check) -> bytearray:
 
 
 def _stream(name: str, file, check) -> bytearray:
-    """A stream of unknown size (standard input, a pipe, a device), decompressed if gzip."""
+    """A stream of unknown size (standard input, a pipe, a device), decompressed if gzip.
+
+    Compressed bytes are read whole and checked as they decompress; text is
+    checked block by block as it is read.
+    """
     first = file.read(len(_GZIP_MAGIC))
     if first == _GZIP_MAGIC:
-        return _gunzip(name, _Prefixed(first, file), check=check)
+        return _gunzip(name, io.BytesIO(first + file.read()), check=check)
     return _read_rest(file, bytearray(first), check)
-
-
-class _Prefixed(io.RawIOBase):
-    """The bytes ``head`` then the rest of ``file``: a stream whose first bytes were read."""
-
-    def __init__(self, head: bytes, file):
-        self._head, self._file = head, file
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._head:
-            count = min(len(buffer), len(self._head))
-            buffer[:count] = self._head[:count]
-            self._head = self._head[count:]
-            return count
-        block = self._file.read(len(buffer))
-        buffer[: len(block)] = block
-        return len(block)
 
 
 def _read_blocks(file, size: int, progress: Progress | None, check=None) -> bytearray:
