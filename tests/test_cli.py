@@ -110,15 +110,19 @@ def test_ties_change_the_example(capsys):
     "page", [README, *sorted((README.parent / "docs").glob("*.md"))], ids=lambda p: p.name
 )
 def test_pages_show_the_example_output(capsys, page):
-    # Every console block of the README and the docs that runs the bundled
-    # example shows what the command prints today.
+    # Every console block of the README and the docs runs the bundled
+    # examples and shows what the command prints today: none is illustrative.
     text = page.read_text()
-    blocks = re.findall(r"```console\n\$ lodestar evaluate (--example.*?)\n(.*?)```", text, re.S)
+    commands = re.findall(r"```console\n\$ (.*?)\n", text)
+    blocks = re.findall(
+        r"```console\n\$ lodestar (evaluate|compare) (--example.*?)\n(.*?)```", text, re.S
+    )
+    assert len(blocks) == len(commands), f"{page.name}: a console block runs no bundled example"
     if page == README:
         assert len(blocks) >= 2
-    for args, shown in blocks:
-        assert main(["evaluate", *args.split()]) == 0
-        assert capsys.readouterr().out == shown, f"{page.name}: lodestar evaluate {args}"
+    for command, args, shown in blocks:
+        assert main([command, *args.split(), "--progress", "never"]) == 0
+        assert capsys.readouterr().out == shown, f"{page.name}: lodestar {command} {args}"
 
 
 # ---------------------------------------------------------------- conventions

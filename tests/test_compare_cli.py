@@ -177,3 +177,30 @@ def test_the_json_report_records_how_the_runs_were_evaluated(tmp_path, capsys, o
     assert main(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["evaluation"] == {"qrels": qrels, **recorded}
+
+
+def test_the_bundled_comparison_is_the_installed_files_named_plainly(capsys):
+    from lodestar.cli import _compare_example_paths
+
+    assert main(["compare", "--example", "-m", "map", "--json"]) == 0
+    example = json.loads(capsys.readouterr().out)
+    qrels, runs = _compare_example_paths()
+    assert main(["compare", qrels, *runs, "-m", "map", "--json"]) == 0
+    from_paths = json.loads(capsys.readouterr().out)
+    assert example["runs"] == ["bm25", "dense", "hybrid"] == from_paths["runs"]
+    assert example["pairs"] == from_paths["pairs"] and example["queries"] == 30
+    assert example["runs_files"] == {name: f"{name}.run" for name in example["runs"]}
+    assert example["evaluation"]["qrels"] == "compare.qrels"
+    assert from_paths["evaluation"]["qrels"] == qrels
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--example", "qrels"], "--example compares the bundled files; give no QRELS or RUN"),
+        ([], "give QRELS and two or more RUNs, or --example"),
+    ],
+)
+def test_the_bundled_comparison_or_files(capsys, args, message):
+    assert main(["compare", *args]) == 2
+    assert capsys.readouterr().err.startswith(f"lodestar: error: {message}\n")

@@ -147,6 +147,16 @@ def _example_paths() -> tuple[str, str]:
     return str(data / "example.qrels"), str(data / "example.run")
 
 
+# The bundled comparison (examples/make_compare_example.py wrote it): 30
+# queries, three runs of increasing quality, scores that tie.
+_COMPARE_EXAMPLE_RUNS = ("bm25.run", "dense.run", "hybrid.run")
+
+
+def _compare_example_paths() -> tuple[str, list[str]]:
+    data = resources.files("lodestar") / "data"
+    return str(data / "compare.qrels"), [str(data / run) for run in _COMPARE_EXAMPLE_RUNS]
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -307,7 +317,7 @@ def _compare_parser(subparsers) -> argparse.ArgumentParser:
             "with the runs it is significantly better than (ranx's convention)."
         ),
     )
-    parser.add_argument("qrels", help="the qrels file")
+    parser.add_argument("qrels", nargs="?", metavar="QRELS", help="the qrels file")
     parser.add_argument("runs", nargs="*", metavar="RUN", help="two or more run files")
     parser.add_argument(
         *_MEASURE_OPTIONS,
@@ -359,6 +369,11 @@ def _compare_parser(subparsers) -> argparse.ArgumentParser:
         metavar="FILE",
         help="draw the sorted per-query differences of every run against the first into "
         "FILE (needs matplotlib: pip install 'lodestar[plot]')",
+    )
+    parser.add_argument(
+        "--example",
+        action="store_true",
+        help="compare the three small runs shipped with lodestar (bm25, dense, hybrid)",
     )
     parser.add_argument(
         "--progress", choices=("auto", "always", "never"), default="auto", help="as for evaluate"
@@ -866,6 +881,12 @@ def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
 def _run_compare(args: argparse.Namespace, out) -> int:
     import numpy as np
 
+    if args.example:
+        if args.qrels or args.runs:
+            raise UsageError("--example compares the bundled files; give no QRELS or RUN")
+        args.qrels, args.runs = _compare_example_paths()
+    elif not args.qrels:
+        raise UsageError("give QRELS and two or more RUNs, or --example")
     if len(args.runs) < 2:
         raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
     # Checked before the runs are read and evaluated, which can take minutes.
@@ -935,11 +956,14 @@ def _run_compare(args: argparse.Namespace, out) -> int:
     if args.json:
         document = comparison.to_dict()
         document["queries_tested"] = which
-        document["runs_files"] = dict(zip(names, args.runs, strict=True))
+        # The bundled files by name, as evaluate --example shows them: the
+        # installed path says nothing to a reader of the report.
+        shown = [os.path.basename(p) if args.example else p for p in (args.qrels, *args.runs)]
+        document["runs_files"] = dict(zip(names, shown[1:], strict=True))
         # How the runs were evaluated: two reports made under different
         # definitions must be told apart.
         document["evaluation"] = {
-            "qrels": args.qrels,
+            "qrels": shown[0],
             "trec_eval": args.trec_eval,
             "ignore_ties": args.ignore_ties,
             "complete": args.complete,
