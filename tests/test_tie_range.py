@@ -1,15 +1,16 @@
 """``metrics.tie_range``: the values with ties broken against and for each list.
 
-For every measure whose relevant-first and relevant-last orders are its
-extreme orders (the best and the worst, or for a count of non-relevant
-documents the other way round), the pair must be the exact minimum and maximum of
-the measure over every order of the tied items: the brute force of
-tests/oracles.py, lists of up to 7 items, 1e-12. The registry marks the
-others (``tie_extremes=False``); for them the pair is checked to be the
-values at those two orders.
+For every measure the registry gives a ``tie_key`` (relevance, or for three
+measures whether an item is unjudged, or judged and not relevant), the pair
+must be the exact minimum and maximum of the measure over every order of the
+tied items: the brute force of tests/oracles.py, lists of up to 7 items, with
+random judgments, 1e-12. For the two without one (``G``, ``infAP``) the pair is
+checked to lie within the extremes.
 """
 
 import functools
+import inspect
+import json
 
 import jax.numpy as jnp
 import numpy as np
@@ -30,34 +31,43 @@ def values_over_orders(key, scores, labels, **options):
     return [oracle(labels, order, **options) for order in oracles.tie_orders(scores)]
 
 
-# The default tier: a graded measure, a binary one and a count that is largest
-# relevant-last; the slow tier every measure.
+# The default tier: a graded measure, a binary one, and the three whose ties
+# are ordered by judgment (a count of judged non-relevant items, the share of
+# unjudged ones, RBP's residual); the slow tier every measure.
 @pytest.mark.parametrize(
-    "key", tiers.params(_registry.MEASURES, default=("ndcg", "map", "num_nonrel_judged_ret"))
+    "key",
+    tiers.params(
+        _registry.MEASURES,
+        default=("ndcg", "map", "num_nonrel_judged_ret", "unj", "rbp_resid"),
+    ),
 )
-@given(batch=strategies.tied_batches())
+@given(batch=strategies.tied_batches(judged=True))
 # Drawn once: a list whose two orders do not bracket G's average.
 @example(
     batch=(
         np.array([[-2.0, -2.0, 0.0, -2.0]] + [[0.0] * 4] * 3),
         np.array([[2.0, 3.0, 1.0, 3.0]] + [[0.0] * 4] * 3),
+        np.ones((4, 4), bool),
     )
 )
 def test_the_range_is_the_extremes_over_every_order(key, batch):
     entry = _registry.MEASURES[key]
-    scores, labels = batch
+    scores, labels, judged = batch
+    # A measure whose oracle reads judgments gets them; unjudged items are
+    # what three measures order their ties by.
+    oracle = inspect.signature(getattr(oracles, entry.oracle))
+    context = {"judged": judged} if "judged" in oracle.parameters else {}
     for k in (None, 2, 4) if entry.cutoff else (None,):
         options = {"k": k} if entry.cutoff else {}
         lows, highs = metrics.tie_range(
-            entry.function, scores, labels, **entry.required_options, **options
+            entry.function, scores, labels, **entry.required_options, **options, **context
         )
-        averages = entry.function(scores, labels, **entry.required_options, **options)
+        averages = entry.function(scores, labels, **entry.required_options, **options, **context)
         for row, (low, high, average) in enumerate(zip(lows, highs, averages, strict=True)):
-            values = values_over_orders(key, scores[row], labels[row], **options)
-            # A count of what is not relevant (num_nonrel_judged_ret) is largest
-            # relevant-last: the two orders are the extremes, in either direction.
-            low, high = sorted((float(low), float(high)))
-            if entry.tie_extremes:
+            row_context = {name: value[row] for name, value in context.items()}
+            values = values_over_orders(key, scores[row], labels[row], **options, **row_context)
+            if entry.tie_key is not None:
+                assert low <= high + 1e-12  # equal ranges differ in rounding
                 assert low - 1e-12 <= average <= high + 1e-12
                 np.testing.assert_allclose(low, min(values), **TOL)
                 np.testing.assert_allclose(high, max(values), **TOL)
@@ -66,12 +76,13 @@ def test_the_range_is_the_extremes_over_every_order(key, batch):
                 # bracket the average either (G: labels [2, 3, 1, 3], the
                 # three items of score -2 tied, averages 0.6576 while the
                 # two orders give 0.6513 and 0.6548).
+                low, high = sorted((float(low), float(high)))
                 assert min(values) - 1e-12 <= low <= high <= max(values) + 1e-12
                 assert min(values) - 1e-12 <= average <= max(values) + 1e-12
 
 
 def test_normalized_gain_is_lowest_at_an_order_other_than_relevant_last():
-    # Why the registry marks G tie_extremes=False: its discount reads the gain
+    # Why the registry gives G no tie key: its discount reads the gain
     # collected so far, so placing the 3 before the 2 lowers it further.
     scores, labels = np.zeros(4), np.array([1.0, 1.0, 2.0, 3.0])
     low, high = metrics.tie_range(metrics.normalized_gain, scores, labels)
@@ -80,7 +91,7 @@ def test_normalized_gain_is_lowest_at_an_order_other_than_relevant_last():
     np.testing.assert_allclose(min(values), 0.6890665455411094, **TOL)
     assert min(values) < low - 0.01
     np.testing.assert_allclose(high, max(values), **TOL)
-    assert not _registry.MEASURES["G"].tie_extremes
+    assert _registry.MEASURES["G"].tie_key is None
 
 
 def test_a_batch_with_padding_and_per_item_options():
@@ -110,12 +121,14 @@ def test_refuses_its_own_tie_options():
 # grades 1 and 2 tied with them, between two documents that are not tied.
 _QRELS = "q 0 d1 0\nq 0 d2 2\nq 0 d3 0\nq 0 d5 1\nq 0 d6 1\nq 0 d7 1\n"
 _TIED = ("d2", "d3", "d4", "d5")
-_MEASURES = ["mrr", "P@3", "map", "recall@3", "ndcg@3", "ndcg", "Rprec"]
+_MEASURES = [
+    "mrr", "P@3", "map", "recall@3", "ndcg@3", "ndcg", "Rprec",
+    # Ordered by judgment, not relevance: d4 is unjudged, d3 judged non-relevant.
+    "unjudged@3", "num_nonrel_judged_ret", "rbp_resid",
+]  # fmt: skip
 
 
 def _per_query(capsys, qrels, run, measures, *options):
-    import json
-
     from lodestar.cli import main
 
     assert main(["evaluate", qrels, run, "--json", "-q", "-m", *measures, *options]) == 0
@@ -176,37 +189,41 @@ def test_the_command_line_range_is_the_extremes_over_every_order(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("options", [["-l", "0"], ["-l", "2"], ["-M", "3"], ["-J"]], ids=" ".join)
-def test_every_trec_eval_measure_but_the_named_ones_has_its_extremes(tmp_path, capsys, options):
-    # Every measure of -m all_trec whose range the command does not disclaim
-    # (_trec.evaluate.RANGE_NOT_EXTREME) is the exact minimum and maximum over
-    # every order of a tied block holding grades 2, 1, 0, -1 and an unjudged
-    # document, under options that move relevance, the depth and judgment.
+def test_every_trec_eval_measure_with_a_tie_key_has_its_extremes(tmp_path, capsys, options):
+    # Every measure of -m all_trec that the registry gives a tie key is the
+    # exact minimum and maximum over every order of a tied block holding
+    # grades 2, 1, 0, -1 and an unjudged document, under options that move
+    # relevance, the depth and judgment; the others (G, infAP) have no range.
     from lodestar._trec import names as _names
-    from lodestar._trec.evaluate import RANGE_NOT_EXTREME
 
     (tmp_path / "qrels").write_text(_QRELS + "q 0 d8 -1\n")
     found, values = _range_and_every_order(
         capsys, str(tmp_path / "qrels"), tmp_path, [("d1", 0.9), ("d5", 0.6)],
         ("d2", "d3", "d4", "d8"), ["all_trec"], "--trec-eval", *options,
     )  # fmt: skip
-    checked = 0
-    for name, (low, high) in found["tie_range"]["per_query"]["q"].items():
-        if name not in values or _names.parse(name)[0].measure.key in RANGE_NOT_EXTREME:
-            continue
+    ranges = found["tie_range"]["per_query"]["q"]
+    without = {name for name in values if _names.parse(name)[0].measure.tie_key is None}
+    assert without and not without & set(ranges), without
+    for name, (low, high) in ranges.items():
         extremes = [min(values[name]), max(values[name])]
         np.testing.assert_allclose([low, high], extremes, rtol=1e-9, atol=1e-12, err_msg=name)
-        checked += 1
-    assert checked > 80
+    assert len(ranges) > 80
 
 
-def test_the_command_names_the_ranges_that_are_not_extremes(capsys):
+def test_the_command_names_the_measures_without_a_range(capsys):
     from lodestar.cli import main
 
     assert main(["evaluate", "--example", "-m", "G", "ndcg", "infAP", "unj.5", "--tie-range"]) == 0
-    notes = capsys.readouterr().err.splitlines()
+    captured = capsys.readouterr()
     assert (
-        "lodestar: the --tie-range of G, infAP, unj_5 is the value at the relevant-first "
-        "and relevant-last orders; other orders of the ties can give values outside it"
-    ) in notes
+        "lodestar: --tie-range gives no range for G, infAP: no order of the ties is known "
+        "to give their smallest and largest values"
+    ) in captured.err.splitlines()
+    columns = {
+        line.split("\t")[0].strip(): len(line.split("\t")) for line in captured.out.splitlines()
+    }
+    assert columns == {"num_q": 3, "G": 3, "ndcg": 4, "infAP": 3, "unj_5": 4}
+    assert main(["evaluate", "--example", "-m", "G", "map", "--tie-range", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tie_range"]["mean"].keys() == {"map"}
     assert main(["evaluate", "--example", "-m", "ndcg", "map", "--tie-range"]) == 0
-    assert "--tie-range of" not in capsys.readouterr().err
+    assert "--tie-range gives no range" not in capsys.readouterr().err

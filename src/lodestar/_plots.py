@@ -45,14 +45,16 @@ def evaluation_histograms(
 ) -> None:
     """One histogram of the per-query values per measure, saved to ``path``.
 
-    With ``extremes`` (pessimistic and optimistic per-query values) each panel
-    also shows the two tie-broken distributions as outlines, and the range of
-    the mean as a band around the mean's line.
+    With ``extremes`` (the lowest and highest per-query values over the
+    orders of the ties, for the measures that have them) each such panel also
+    shows the two tie-broken distributions as outlines, and the range of the
+    mean as a band around the mean's line.
     """
     figure, axes = _figure(len(names))
     for axis, name in zip(axes, names, strict=True):
         data = np.asarray(values[name], dtype=np.float64)
-        stacks = [data] if extremes is None else [data, *(np.asarray(e[name]) for e in extremes)]
+        ranges = () if extremes is None or name not in extremes[0] else extremes
+        stacks = [data, *(np.asarray(e[name]) for e in ranges)]
         low, high = min(float(s.min()) for s in stacks), max(float(s.max()) for s in stacks)
         if low == high:
             low, high = low - 0.5, high + 0.5
@@ -60,11 +62,11 @@ def evaluation_histograms(
         axis.hist(data, bins=bins, color="#4c72b0", alpha=0.8, label="tie-averaged")
         mean = float(data.mean())
         axis.axvline(mean, color="black", linewidth=1, label=f"mean {mean:.4f}")
-        if extremes is not None:
-            worst, best = (np.asarray(e[name], dtype=np.float64) for e in extremes)
-            axis.hist(worst, bins=bins, histtype="step", color="#c44e52", label="relevant-last")
-            axis.hist(best, bins=bins, histtype="step", color="#55a868", label="relevant-first")
-            band = sorted((float(worst.mean()), float(best.mean())))
+        if ranges:
+            lowest, highest = (np.asarray(e[name], dtype=np.float64) for e in ranges)
+            axis.hist(lowest, bins=bins, histtype="step", color="#c44e52", label="ties lowest")
+            axis.hist(highest, bins=bins, histtype="step", color="#55a868", label="ties highest")
+            band = sorted((float(lowest.mean()), float(highest.mean())))
             axis.axvspan(*band, color="grey", alpha=0.25, label="range of the mean")
         axis.set_title(name)
         axis.set_xlabel("per-query value")

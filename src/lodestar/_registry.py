@@ -146,9 +146,15 @@ class Measure:
       integer: Whether trec_eval prints its values as integers.
       oracle: The name of its brute-force reference on one explicit order in
         ``tests/oracles.py``.
-      tie_extremes: Whether ranking tied items relevant-first (last) gives
-        its largest (smallest) value over every tie order, so that
-        :func:`lodestar.metrics.tie_range` is its exact range.
+      tie_key: What ranking tied items by gives its smallest and largest
+        value over every order of the ties, so that
+        :func:`lodestar.metrics.tie_range` and ``--tie-range`` are its exact
+        range: ``"relevance"`` (the label, or whether it is relevant, as
+        ``labels`` says; an unjudged item least), ``"unjudged"`` (whether the
+        item is unjudged: the measure reads only that), or
+        ``"judged_nonrelevant"`` (a count of judged non-relevant items).
+        None where no such key is known (the value at the relevance orders
+        is then not its range, and the command line prints none).
       rank_sum_path: Its declaration as a sum over items of a utility of
         each item's rank (:class:`lodestar._rank_sums.RankSum`), likewise
         under :mod:`lodestar.metrics`, or None if it is not one;
@@ -170,7 +176,7 @@ class Measure:
     aggregate: Literal["mean", "geometric", "sum"] = "mean"
     integer: bool = False
     oracle: str = ""
-    tie_extremes: bool = True
+    tie_key: Literal["relevance", "unjudged", "judged_nonrelevant"] | None = "relevance"
     rank_sum_path: str | None = None
 
     @functools.cached_property
@@ -359,6 +365,7 @@ MEASURES: Mapping[str, Measure] = {
             aggregate="sum",
             integer=True,
             oracle="num_nonrel_judged_ret_of_order",
+            tie_key="judged_nonrelevant",
         ),
         # Rprec is r_precision at multiple=1 (the cut-off (long) (R + 0.9) is R);
         # Rprec_mult.x is r_precision(multiple=x), printed as Rprec_mult_%3.2f.
@@ -479,6 +486,7 @@ MEASURES: Mapping[str, Measure] = {
             trec=(TrecFamily("unj", "k", (5, 10, 20)),),
             context=("judged",),
             oracle="unj_of_order",
+            tie_key="unjudged",
         ),
         # rbp.p=x and rbp_resid.p=x set p by name (trec_eval's name=value
         # pairs, printed rbp_p=x); bare rbp is p = 0.9. trec_eval reads no other pair for
@@ -507,6 +515,8 @@ MEASURES: Mapping[str, Measure] = {
             context=("judged",),
             options=(Option("p", 0.9, 0.5, (0.0, 1.0, "neither")),),
             oracle="rbp_resid_of_order",
+            # It reads which positions hold unjudged items, not relevance.
+            tie_key="unjudged",
         ),
         # Per query gm_map is average precision; trec_eval prints no -q line
         # for it, and its all line is exp(mean(log(max(AP, MIN_GEO_MEAN))))
@@ -557,6 +567,11 @@ MEASURES: Mapping[str, Measure] = {
             trec=(TrecFamily("infAP"),),
             context=("num_relevant", "judged", "pooled"),
             oracle="infap_of_order",
+            # It estimates the precision above a relevant item from the
+            # judged sample above it, and neither relevance order is always
+            # an extreme: with -l 2 on trec_eval's test files one order of
+            # the ties gives 0.3333, below the relevant-last order's 0.375.
+            tie_key=None,
         ),
         Measure(
             "binG",
@@ -586,7 +601,7 @@ MEASURES: Mapping[str, Measure] = {
             # Its discount reads the gain collected so far, so a less relevant
             # item placed early can lower it below relevant-last: labels
             # 1, 1, 3, 2 give 0.689 against 0.704 for 1, 1, 2, 3.
-            tie_extremes=False,
+            tie_key=None,
         ),
         # Interpolated precision and the NDCG family of trec_eval (decision 0017).
         Measure(

@@ -279,7 +279,8 @@ def _evaluate_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--tie-range",
         action="store_true",
-        help="also print the range ties leave each value: [relevant-last, relevant-first]",
+        help="also print the range ties leave each value, [lowest, highest] over their orders "
+        "(none for G and infAP)",
     )
     parser.add_argument(
         "--plot",
@@ -507,8 +508,9 @@ def _write_table(
     """trec_eval's layout: ``measure<TAB>query<TAB>value``, ``all`` for the aggregate.
 
     Query ids are written as the bytes they were read as, as trec_eval
-    writes them. With ``extremes`` (the pessimistic and optimistic per-query
-    values), a fourth column gives the range ties leave: ``[low, high]``.
+    writes them. With ``extremes`` (the lowest and highest per-query values
+    over the orders of the ties, for the measures that have them), a fourth
+    column gives the range ties leave: ``[low, high]``.
     ``runid`` and ``relstring`` lines appear where they were asked for, and
     ``num_q`` after ``runid``: always, or with ``trec_order`` (trec_eval's
     report) only when asked for, as trec_eval prints it. Geometric means (``gm_map``,
@@ -552,7 +554,7 @@ def _write_table(
                 if request.measure is None or request.measure.aggregate == "geometric":
                     continue
                 bounds = ()
-                if extremes is not None:
+                if extremes is not None and request.name in extremes[0]:
                     bounds = tuple(e[request.name][index] for e in extremes)
                 lines.append(line(request, qid, results[request.name][index], bounds))
     if any(r.family == "runid" for r in requests):
@@ -565,7 +567,7 @@ def _write_table(
             continue
         value = _evaluate.aggregate(request, results[request.name])
         bounds = ()
-        if extremes is not None:
+        if extremes is not None and request.name in extremes[0]:
             bounds = tuple(_evaluate.aggregate(request, e[request.name]) for e in extremes)
         lines.append(line(request, b"all", value, bounds))
     write(b"".join(lines))
@@ -595,19 +597,19 @@ def _write_json(
         }
     if extremes is not None:
         low, high = extremes
+        ranged = [r for r in requests if r.name in low]
         ranges: dict[str, dict] = {
             "mean": {
                 r.name: sorted(
                     (_evaluate.aggregate(r, low[r.name]), _evaluate.aggregate(r, high[r.name]))
                 )
-                for r in requests
+                for r in ranged
             }
         }
         if per_query:
             ranges["per_query"] = {
                 _json_key(qid): {
-                    r.name: sorted((float(low[r.name][i]), float(high[r.name][i])))
-                    for r in requests
+                    r.name: sorted((float(low[r.name][i]), float(high[r.name][i]))) for r in ranged
                 }
                 for i, qid in enumerate(query_ids)
             }
@@ -754,7 +756,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             run = _groups.expand_run(run, qrels)
         progress.begin("evaluating")
         if args.tie_range:
-            _note_ranges_not_extreme(requests)
+            _note_measures_without_tie_range(requests)
         joined, results, extremes = evaluation.run_joined(
             qrels,
             run,
@@ -811,17 +813,13 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     return 0
 
 
-def _note_ranges_not_extreme(requests) -> None:
-    """Name the measures whose tie range is the two orders' values, not the extremes."""
-    names = [
-        r.name
-        for r in requests
-        if r.measure is not None and r.measure.key in _evaluate.RANGE_NOT_EXTREME
-    ]
+def _note_measures_without_tie_range(requests) -> None:
+    """Name the measures that ``--tie-range`` gives no range, and why."""
+    names = [r.name for r in _names.measures(requests) if not _evaluate.has_tie_range(r)]
     if names:
         _note(
-            f"the --tie-range of {', '.join(names)} is the value at the relevant-first "
-            "and relevant-last orders; other orders of the ties can give values outside it"
+            f"--tie-range gives no range for {', '.join(names)}: no order of the ties is "
+            "known to give their smallest and largest values"
         )
 
 

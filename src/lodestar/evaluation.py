@@ -66,9 +66,12 @@ class Evaluation:
       options: The options the run was evaluated with.
       missing_from_run: Queries of the qrels with no document in the run.
       missing_from_qrels: Queries of the run with no judgment.
-      pessimistic: With ``tie_range``, per measure name, the per-query values
-        with every tie broken relevant-last; else None.
-      optimistic: Likewise, relevant-first.
+      tie_low: With ``tie_range``, per measure name, the per-query values
+        with every tie broken to the measure's lowest (for a measure of
+        relevance, relevant-last); else None. Measures that no order of the
+        ties is known to take to their extremes (``G``, ``infAP``) are left
+        out.
+      tie_high: Likewise, the highest (relevant-first).
     """
 
     query_ids: tuple[str, ...]
@@ -77,25 +80,26 @@ class Evaluation:
     options: dict[str, Any]
     missing_from_run: tuple[str, ...] = ()
     missing_from_qrels: tuple[str, ...] = ()
-    pessimistic: Mapping[str, np.ndarray] | None = None
-    optimistic: Mapping[str, np.ndarray] | None = None
+    tie_low: Mapping[str, np.ndarray] | None = None
+    tie_high: Mapping[str, np.ndarray] | None = None
     aggregates: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def tie_range(self) -> dict[str, tuple[float, float]] | None:
-        """Per measure, ``(pessimistic, optimistic)`` over the queries, or None.
+        """Per measure, ``(low, high)`` over the queries, or None.
 
         Ties are broken per query, independently, so the range of the value
         over the queries is the pair of the values of the two tie-breaks.
+        ``G`` and ``infAP`` have none (:attr:`tie_low`).
         """
-        if self.pessimistic is None or self.optimistic is None:
+        if self.tie_low is None or self.tie_high is None:
             return None
         return {
             name: (
-                self.aggregates[name](self.pessimistic[name]),
-                self.aggregates[name](self.optimistic[name]),
+                self.aggregates[name](self.tie_low[name]),
+                self.aggregates[name](self.tie_high[name]),
             )
-            for name in self.values
+            for name in self.tie_low
         }
 
     @property
@@ -187,7 +191,8 @@ def run_joined(
     Returns:
       ``(joined, values, extremes)``: the :class:`~lodestar._trec.join.Joined`
       lists, the per-query values per request name, and with ``tie_range``
-      the pair ``(pessimistic, optimistic)`` of per-query values (else None).
+      the pair ``(low, high)`` of per-query values of the measures that have
+      a range (else None).
 
     Raises:
       ValueError: the input is refused, or no query is evaluated.
@@ -290,9 +295,10 @@ def evaluate(
         judgment is at least this (trec_eval's ``-l``).
       max_documents: Only the first this many documents of each ranking count
         (trec_eval's ``-M``).
-      tie_range: Also evaluate with every tie broken relevant-last and
-        relevant-first (:func:`lodestar.metrics.tie_range`): how far ties can
-        move each value.
+      tie_range: Also evaluate with every tie broken to each measure's lowest
+        and highest value (relevant-last and relevant-first for a measure of
+        relevance; :func:`lodestar.metrics.tie_range`): how far ties can move
+        each value. ``G`` and ``infAP`` get no range.
 
     Returns:
       An :class:`Evaluation`: ``.mean``, ``.per_query``, ``.to_pandas()``,
@@ -332,7 +338,7 @@ def evaluate(
     joined, values, extremes = run_joined(
         qrels_file, run_file, requests, definitions, complete=complete, tie_range=tie_range
     )
-    pessimistic, optimistic = extremes if extremes is not None else (None, None)
+    tie_low, tie_high = extremes if extremes is not None else (None, None)
     return Evaluation(
         query_ids=tuple(_text(q) for q in joined.query_ids),
         values={r.name: values[r.name] for r in requests},
@@ -348,8 +354,8 @@ def evaluate(
         },
         missing_from_run=tuple(_text(q) for q in joined.missing_from_run),
         missing_from_qrels=tuple(_text(q) for q in joined.missing_from_qrels),
-        pessimistic=pessimistic,
-        optimistic=optimistic,
+        tie_low=tie_low,
+        tie_high=tie_high,
         aggregates={r.name: functools.partial(_evaluate.aggregate, r) for r in requests},
     )
 

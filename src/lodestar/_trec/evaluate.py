@@ -383,56 +383,74 @@ def aggregate(request: Request, values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else 0.0
 
 
-def tie_broken(joined: Joined, *, relevant_first: bool, level: int) -> Joined:
+def tie_broken(joined: Joined, *, tie_key: str, highest_first: bool, level: int) -> Joined:
     """``joined`` with each query's documents arranged so that ranking ties by index breaks them.
 
     Ranking tied scores by descending index (``ignore_ties``) puts the item
-    placed last first; placing each query's documents by ascending relevance
-    (relevant-first) or descending relevance (relevant-last), stably, makes
-    that tie-break the optimistic or the pessimistic one
-    (:func:`lodestar.metrics.tie_range`). Relevance is whether the document
-    is relevant at ``level`` (judged, grade at least ``level``), then its
-    label (its grade, 0 if negative or unjudged): the binary measures read
-    the first, the graded ones the second, and the order is extreme for
-    both. (By label alone, ``-l 0`` put a judged non-relevant document, which
-    is relevant there, among the unjudged ones.)
+    placed last first; placing each query's documents by ascending key
+    (highest first) or descending key (highest last), stably, makes that
+    tie-break give a measure's largest or smallest value
+    (:func:`lodestar.metrics.tie_range`), the key being what raises the
+    measure (the registry's ``tie_key``):
+
+    - ``"relevance"``: whether the document is relevant at ``level`` (judged,
+      grade at least ``level``), then its label (its grade, 0 if negative or
+      unjudged). The binary measures read the first, the graded ones the
+      second, and the order is extreme for both. (By label alone, ``-l 0``
+      put a judged non-relevant document, which is relevant there, among the
+      unjudged ones.)
+    - ``"unjudged"``: whether the document is unjudged.
+    - ``"judged_nonrelevant"``: whether it is judged and not relevant at
+      ``level``.
     """
     retrieved = joined.retrieved
     items = retrieved.items
-    key = np.where(items["judged"], np.maximum(items["grade"], 0), 0)
-    relevant = (items["judged"] & (items["grade"] >= level)).astype(np.int64)
-    query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
-    if relevant_first:
-        order = np.lexsort((key, relevant, query))
+    judged = items["judged"]
+    relevant = judged & (items["grade"] >= level)
+    if tie_key == "relevance":
+        keys = (np.where(judged, np.maximum(items["grade"], 0), 0), relevant.astype(np.int64))
+    elif tie_key == "unjudged":
+        keys = ((~judged).astype(np.int64),)
     else:
-        order = np.lexsort((-key, -relevant, query))
+        assert tie_key == "judged_nonrelevant", tie_key
+        keys = ((judged & ~relevant).astype(np.int64),)
+    query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
+    sign = 1 if highest_first else -1
+    order = np.lexsort((*(sign * key for key in keys), query))
     moved = Lists(retrieved.offsets, {name: values[order] for name, values in items.items()})
     return joined._replace(retrieved=moved)
 
 
-# Measures whose values at the relevant-first and relevant-last orders are not
-# always their extremes over every order of the ties: G discounts by the gain
-# collected so far (decision 0020), and these read whether a document is
-# judged, which the two orders place only after relevance. Found by brute
-# force over every order of a tied block of five documents, under -l 0-2, -M
-# and --trec-eval; every other measure held its extremes there.
-RANGE_NOT_EXTREME = frozenset({"G", "infAP", "unj", "rbp_resid", "num_nonrel_judged_ret"})
+def has_tie_range(request: Request) -> bool:
+    """Whether ``--tie-range`` gives the request's exact range (its measure has a tie key)."""
+    return request.measure is not None and request.measure.tie_key is not None
 
 
 def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, max_grade: int):
-    """Each request's per-query values with ties broken against and for each query.
+    """Each request's smallest and largest per-query values over the orders of the ties.
+
+    Requests are evaluated in groups that share a tie key, each at its two
+    orders; a request without one (:func:`has_tie_range`) is left out.
 
     Returns:
-      ``(pessimistic, optimistic)``: two dicts of per-query values, as
-      :func:`evaluate` returns.
+      ``(low, high)``: two dicts of per-query values, as :func:`evaluate`
+      returns, without the requests that have no range.
     """
     ordered = definitions._replace(ignore_ties=True)
-    return tuple(
-        evaluate(
-            tie_broken(joined, relevant_first=first, level=definitions.relevance_level),
-            requests,
-            ordered,
-            max_grade=max_grade,
-        )
-        for first in (False, True)
-    )
+    groups: dict[str, list[Request]] = {}
+    for request in requests:
+        tie_key = request.measure.tie_key if request.measure is not None else None
+        if tie_key is not None:
+            groups.setdefault(tie_key, []).append(request)
+    low: dict[str, np.ndarray] = {}
+    high: dict[str, np.ndarray] = {}
+    for tie_key, group in groups.items():
+        for highest_first, values in ((False, low), (True, high)):
+            arranged = tie_broken(
+                joined,
+                tie_key=tie_key,
+                highest_first=highest_first,
+                level=definitions.relevance_level,
+            )
+            values.update(evaluate(arranged, group, ordered, max_grade=max_grade))
+    return low, high

@@ -14,14 +14,32 @@ from lodestar import _docs, _validation
 _PER_ITEM_OPTIONS = ("judged", "pooled")
 
 
-def _label_kind(metric: Callable) -> str:
-    """``"binary"`` or ``"graded"``: how the registry says ``metric`` reads labels."""
+def _tie_key_kind(metric: Callable) -> tuple[str, str | None]:
+    """How the registry says ``metric`` reads labels, and what orders its ties.
+
+    ``(labels, tie_key)`` as :class:`lodestar._registry.Measure` declares
+    them; a function the registry does not hold reads graded labels.
+    """
     from lodestar import _registry
 
     for measure in _registry.MEASURES.values():
         if measure.function is metric:
-            return measure.labels
-    return "graded"
+            return measure.labels, measure.tie_key
+    return "graded", "relevance"
+
+
+def _tie_key(metric: Callable, labels: jax.Array, judged) -> jax.Array:
+    """Per item, how much placing it first raises ``metric``: ties are ordered by it."""
+    kind, tie_key = _tie_key_kind(metric)
+    values = labels.astype(jnp.float32) if labels.dtype == jnp.bool_ else labels
+    judged = jnp.ones(labels.shape, bool) if judged is None else jnp.asarray(judged, bool)
+    if tie_key == "unjudged":
+        return (~judged).astype(jnp.float32)
+    if tie_key == "judged_nonrelevant":
+        return (judged & (values == 0)).astype(jnp.float32)
+    key = values if kind == "graded" else (values != 0).astype(jnp.float32)
+    key = key.astype(jnp.promote_types(key.dtype, jnp.float32))
+    return jnp.where(judged, key, -jnp.inf)
 
 
 def tie_order(key: jax.Array, *, descending: bool) -> jax.Array:
@@ -54,31 +72,34 @@ def tie_range(
     TREC runs). lodestar's default averages over every order of the tied
     items; this gives the range around that average:
 
-    * **pessimistic**: within every block of tied scores, the least relevant
-      items first (relevant-last);
-    * **optimistic**: the most relevant items first (relevant-first).
+    * **low**: within every block of tied scores, the items that raise the
+      measure least first (for a measure of relevance, relevant-last);
+    * **high**: those that raise it most first (relevant-first).
 
-    Relevance is the label's value for the measures that read graded labels
-    (DCG, NDCG, ERR, ...) and whether the label is non-zero for the binary
-    ones, as the registry declares; an item that ``judged`` marks unjudged
-    counts as least relevant. Among items equally relevant, ties keep the
-    descending-index order of ``ignore_ties=True``.
+    What raises a measure is declared in the registry (``tie_key``): for most
+    measures, relevance, which is the label's value for those that read
+    graded labels (DCG, NDCG, ERR, ...) and whether the label is non-zero for
+    the binary ones, an item that ``judged`` marks unjudged counting as least
+    relevant; for ``unjudged`` and ``rank_biased_precision_residual``, being
+    unjudged; for ``num_nonrelevant_judged_retrieved``, being judged and not
+    relevant. Among items alike, ties keep the descending-index order of
+    ``ignore_ties=True``.
 
     For every measure that is a sum of non-negative gains weighted by
     non-increasing positional weights (DCG with a base above 1, NDCG,
     precision, recall, hits, reciprocal rank, average precision, ERR, RBP,
-    R-precision, the counts and set measures at a cut-off), relevant-first
-    and relevant-last are the best and worst orders, so the pair is the
-    exact maximum and minimum over all tie orders (for a count of what is
-    not relevant, such as ``num_nonrelevant_judged_retrieved``, the other way
-    round: the pessimistic value is then the larger);
-    ``tests/test_tie_range.py`` checks it against every order for lists of up
-    to 7 items, for every measure the registry marks ``tie_extremes``. For a measure
-    that is not monotone in relevance this way, the pair is the value at
-    those two orders, not necessarily its extremes, and the tie average may
-    lie outside it: trec_eval's normalized gain ``G`` discounts by the gain
-    collected so far, and labels tied as 1, 1, 3, 2 score 0.689 against
-    0.704 relevant-last.
+    R-precision, the counts and set measures at a cut-off), the two orders
+    are the worst and the best, so the pair is the exact minimum and maximum
+    over all tie orders; ``tests/test_tie_range.py`` checks it against every
+    order for lists of up to 7 items, with and without ``judged``, for every
+    measure the registry gives a ``tie_key``. Two measures have none, and for
+    them the pair is the value at the two relevance orders, not necessarily
+    its extremes, and the tie average may lie outside it: trec_eval's
+    normalized gain ``G`` discounts by the gain collected so far (labels
+    tied as 1, 1, 3, 2 score 0.689 against 0.704 relevant-last), and
+    inferred AP estimates the precision above a relevant item from the
+    judged sample above it. ``lodestar evaluate --tie-range`` prints no range
+    for them.
 
     Args:
       metric: A function of :mod:`lodestar.metrics`.
@@ -89,7 +110,7 @@ def tie_range(
         per-item arrays among them are reordered with the items.
 
     Returns:
-      ``(pessimistic, optimistic)``, each shaped as ``metric``'s result.
+      ``(low, high)``, each shaped as ``metric``'s result.
 
     Raises:
       ValueError: ``scores`` and ``labels`` differ in shape, ``options``
@@ -123,11 +144,7 @@ def tie_range(
                 + ("omit it." if refused == "ignore_ties" else "pack the lists after.")
             )
     scores, labels, where = _validation.check_lists(scores, labels, where, caller="tie_range")
-    values = labels.astype(jnp.float32) if labels.dtype == jnp.bool_ else labels
-    key = values if _label_kind(metric) == "graded" else (values != 0).astype(jnp.float32)
-    key = key.astype(jnp.promote_types(key.dtype, jnp.float32))
-    if options.get("judged") is not None:
-        key = jnp.where(jnp.asarray(options["judged"]), key, -jnp.inf)
+    key = _tie_key(metric, labels, options.get("judged"))
 
     def ranked(descending: bool):
         order = tie_order(key, descending=descending)
@@ -141,5 +158,5 @@ def tie_range(
         }
         return metric(take(scores), take(labels), where=take(where), ignore_ties=True, **moved)
 
-    # Ascending relevance: the most relevant item sits last, and ranks first.
+    # Ascending key: the item that raises the value most sits last, and ranks first.
     return ranked(descending=True), ranked(descending=False)
