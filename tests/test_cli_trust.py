@@ -667,3 +667,52 @@ def test_relstring_reads_negative_judgments_and_max_documents_as_trec_eval_does(
     assert out.splitlines()[0].split("\t")[2] == "'...>3--'"
     out = evaluate(capsys, qrels, run, "--trec-eval", "-q", "-M", "3", "-m", "relstring")
     assert out.splitlines()[0].split("\t")[2] == "'...'"
+
+
+# NumPy wraps whatever interrupts the import of its C parts in an ImportError
+# of its own ("Importing the numpy C-extensions failed"): Ctrl-C 0.08 s into
+# the program, found by tests/test_cli_fuzz.py, ended in that traceback with
+# status 1. The finder below imitates it for one module, imported either
+# while the program starts (numpy) or lazily in the main thread after the
+# evaluation (the statistics of compare), and says on stderr when it waits.
+_WRAPPING_FINDER = """\
+import sys, time
+class _Wrapping:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.stderr.write('importing {module}\\n')
+            sys.stderr.flush()
+            try:
+                time.sleep(30)
+            except BaseException as exc:
+                raise ImportError('its C-extensions failed') from exc
+        return None
+sys.meta_path.insert(0, _Wrapping())
+"""
+
+
+@pytest.mark.parametrize(
+    "module, command",
+    [("numpy", ["evaluate", "--example"]), ("lodestar.stats", ["compare", "--example"])],
+)
+def test_ctrl_c_inside_an_import_that_wraps_it_exits_130_with_one_line(tmp_path, module, command):
+    (tmp_path / "sitecustomize.py").write_text(_WRAPPING_FINDER.format(module=module))
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{SRC}"}
+    with interruptible_children():
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lodestar", *command, "--progress", "never"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    seen = b""
+    while f"importing {module}".encode() not in seen:
+        chunk = process.stderr.read1(4096)
+        assert chunk, seen.decode()
+        seen += chunk
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    err = (seen + err).decode()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "lodestar: interrupted", err
+    assert "Traceback" not in err

@@ -32,7 +32,7 @@ import threading
 import time
 from importlib import resources
 
-from lodestar import evaluation
+from lodestar import _interrupt, evaluation
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
@@ -1208,7 +1208,11 @@ def console() -> None:
         # Flushing is inside: the results can still be waiting on a full pipe
         # when Ctrl-C comes.
         status = _flushed(main())
-    except KeyboardInterrupt:
+    except BaseException as error:
+        # Ctrl-C, or an import it interrupted that raised an error of its own
+        # (NumPy's "C-extensions failed").
+        if not _interrupt.caused_by_interrupt(error):
+            raise
         # A second Ctrl-C while the note is written must not end in a traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _note("interrupted")
