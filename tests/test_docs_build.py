@@ -250,3 +250,19 @@ def test_the_development_guide_lists_every_module_of_the_package():
     modules = {path.name for path in package.glob("*.py")}
     modules |= {f"{path.name}/" for path in package.iterdir() if (path / "__init__.py").exists()}
     assert modules == listed
+
+
+def test_validation_imports_no_other_module_of_the_package():
+    # The layer list's rule: every module may word its refusals through
+    # _validation, so it imports none of them (it imported _gains, which
+    # imports it back, for the exp2 gain checks that now live in _gains).
+    import ast
+
+    tree = ast.parse((DOCS.parent / "src" / "lodestar" / "_validation.py").read_text())
+    imported = {
+        alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not {name for name in imported if name.startswith("lodestar")}, imported

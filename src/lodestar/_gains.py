@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from lodestar import _ranking, _registry, _validation
@@ -290,3 +291,126 @@ def shares(gains: jax.Array, ideal: jax.Array) -> jax.Array:
     nonzero = ideal > 0
     divisor = jnp.broadcast_to(jnp.where(nonzero, ideal, 1)[..., None], gains.shape)
     return jnp.where(nonzero[..., None], gains / lax.optimization_barrier(divisor), 0)
+
+
+def exp2_overflow_message(dtype, *, name: str = "labels") -> str:
+    """The refusal of labels whose ``gain="exp2"`` gains overflow ``dtype``."""
+    dtype = np.dtype(dtype)
+    info = np.finfo(dtype)
+    wider = f", or float64 (labels below {np.finfo(np.float64).maxexp})."
+    if dtype == np.float64:
+        wider = "."
+    return (
+        f"Input {name} is too large for gain='exp2' in {dtype.name}: the gains "
+        f"2**label - 1 of a list must sum to less than {info.max!s}, the largest "
+        f"{dtype.name}, so every label must be below {info.maxexp}. Use smaller labels, "
+        f"gain='linear'{wider}"
+    )
+
+
+def gain_overflows(gain, labels: jax.Array, where: jax.Array | None, dtype) -> jax.Array | None:
+    r"""Per list, whether its ``gain="exp2"`` gains overflow ``dtype``; None for other gains.
+
+    The gains :math:`2^\ell - 1` of a list's real items, and so its DCG (with
+    the base-2 discounts, at most 1) and its ideal DCG, stay finite exactly
+    when their sum does: in float32 every label must be below 128, in float64
+    below 1024, and fewer may come near that. NaN and infinite labels are left
+    to :func:`check_values`.
+    """
+    if not (isinstance(gain, str) and gain == "exp2"):
+        return None
+    valid = jnp.ones(labels.shape, bool) if where is None else where
+    return exp2_overflows(labels, valid, dtype)
+
+
+def check_gains(labels, where, gain, dtype, *, caller: str, name: str = "labels") -> None:
+    """Refuse labels whose ``gain="exp2"`` gains overflow the compute ``dtype``.
+
+    Eager on concrete arrays, :func:`traced_check` under trace, like
+    :func:`check_values`; padding is never inspected. Under ``jit`` without
+    the checks, the functions turn such a list's value into NaN.
+
+    Raises:
+      ValueError: on concrete inputs, the exp2 gains of a list overflow ``dtype``.
+    """
+    overflow = gain_overflows(gain, labels, where, dtype)
+    if overflow is None:
+        return
+    _validation.refuse_if(jnp.any(overflow), exp2_overflow_message(dtype, name=name))
+
+
+def check_ideal(
+    ideal_labels, ideal_where, scores, segments, *, caller: str, labels=None, gain=None
+):
+    """Check NDCG's ``ideal_labels`` and ``ideal_where``; return them as arrays (or None).
+
+    With ``gain="exp2"`` the ideal labels' gains must not overflow the dtype
+    the metric computes in (that of ``scores`` and ``labels``). On traced
+    arrays the same checks give NaN instead (:func:`nan_for_invalid_ideal`).
+
+    Raises:
+      ValueError: ``ideal_labels`` is not numeric, does not share the batch
+        shape of ``scores``, or comes with ``segments``; ``ideal_where`` comes
+        without ``ideal_labels``, is not boolean or differs in shape; on
+        concrete arrays, a real ideal label is NaN, infinite or negative, or
+        its ``gain="exp2"`` gains overflow.
+    """
+    if ideal_labels is None:
+        if ideal_where is not None:
+            raise ValueError(f"{caller} got ideal_where without ideal_labels.")
+        return None, None
+    if segments is not None:
+        raise ValueError(f"{caller} takes ideal_labels only for unpacked lists (without segments).")
+    ideal_labels = _validation.as_numeric_array(ideal_labels, name="ideal_labels", caller=caller)
+    batch = jnp.shape(scores)[:-1]
+    if ideal_labels.ndim != len(batch) + 1 or ideal_labels.shape[:-1] != batch:
+        raise ValueError(
+            f"{caller} expects ideal_labels of shape (..., m) with the scores' batch "
+            f"shape {batch}; got ideal_labels {ideal_labels.shape}."
+        )
+    if ideal_where is not None:
+        ideal_where = jnp.asarray(ideal_where)
+        if ideal_where.dtype != jnp.bool_ or ideal_where.shape != ideal_labels.shape:
+            raise ValueError(
+                f"{caller} expects ideal_where to be a boolean mask of the shape of "
+                f"ideal_labels {ideal_labels.shape}; got {ideal_where.dtype} "
+                f"{ideal_where.shape}."
+            )
+    real = jnp.ones(ideal_labels.shape, bool) if ideal_where is None else ideal_where
+    checks = [(f"{caller} should not be used on negative labels.", ideal_labels < 0)]
+    if jnp.issubdtype(ideal_labels.dtype, jnp.inexact):
+        dtype = np.dtype(ideal_labels.dtype)
+        checks = [
+            (
+                _validation.nonfinite_message("ideal_labels", nan=True, dtype=dtype),
+                jnp.isnan(ideal_labels),
+            ),
+            (
+                _validation.nonfinite_message("ideal_labels", nan=False, dtype=dtype),
+                jnp.isinf(ideal_labels),
+            ),
+            *checks,
+        ]
+    for message, bad in checks:
+        _validation.refuse_if(jnp.any(real & bad), message)
+    others = [scores] if labels is None else [scores, labels]
+    dtype = _validation.compute_dtype(*(_validation.dtype_of(x) for x in others))
+    check_gains(ideal_labels, ideal_where, gain, dtype, caller=caller, name="ideal_labels")
+    return ideal_labels, ideal_where
+
+
+def nan_for_invalid_ideal(value, ideal_labels, ideal_where, gain, dtype) -> jax.Array:
+    """``value`` with NaN for each list whose ``ideal_labels`` the checks would refuse.
+
+    The traced counterpart of :func:`check_ideal` (decision 0003): a NaN,
+    infinite or negative real ideal label, or ideal gains that overflow
+    ``dtype``, would make the ideal DCG, and so the NDCG, meaningless.
+    """
+    bad = _validation.invalid_lists(
+        ideal_labels,
+        ideal_labels,
+        ideal_where,
+        nonnegative_labels=True,
+        overflow=gain_overflows(gain, ideal_labels, ideal_where, dtype),
+    )
+    return jnp.where(bad, jnp.nan, value)

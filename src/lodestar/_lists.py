@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lodestar import _segments, _validation
+from lodestar import _gains, _segments, _validation
 
 
 def prepare(
@@ -73,7 +73,7 @@ def prepare(
         one_result=one_result,
     )
     dtype = compute_dtype(scores, labels)
-    _validation.check_gains(lists.labels, lists.where, gain, dtype, caller=caller)
+    _gains.check_gains(lists.labels, lists.where, gain, dtype, caller=caller)
     if temperature is not None:
         _validation.check_temperature(temperature, dtype, caller=caller)
     return lists
@@ -85,7 +85,7 @@ def gain_overflows(gain, scores: jax.Array, labels: jax.Array, where: jax.Array 
     ``scores``, ``labels`` and ``where`` are laid out one list per row (see
     :func:`prepare`); the result feeds the NaN rule of decision 0003.
     """
-    return _validation.gain_overflows(gain, labels, where, compute_dtype(scores, labels))
+    return _gains.gain_overflows(gain, labels, where, compute_dtype(scores, labels))
 
 
 def compute_dtype(*arrays: jax.Array):

@@ -313,7 +313,7 @@ def ndcg(
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     gain = _validation.check_gain(gain, caller="ndcg")
-    ideal_labels, ideal_where = _validation.check_ideal(
+    ideal_labels, ideal_where = _gains.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller="ndcg", labels=labels, gain=gain
     )
     return _kernel.evaluate(

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _host, _lists, _ranking, _shapes, _validation
+from lodestar import _gains, _host, _lists, _ranking, _shapes, _validation
 
 
 class Lists(NamedTuple):
@@ -320,7 +320,7 @@ def evaluate(
         if "ideal_labels" in context:
             dtype = _lists.compute_dtype(lists.scores, lists.labels)
             ideal = context["ideal_labels"], context.get("ideal_where")
-            value = _validation.nan_for_invalid_ideal(value, *ideal, gain, dtype)
+            value = _gains.nan_for_invalid_ideal(value, *ideal, gain, dtype)
     return lists.per_list(value)
 
 

@@ -204,7 +204,7 @@ def _evaluate(
     num_relevant=None,
 ):
     gain = _validation.check_gain(gain, caller=caller)
-    ideal_labels, ideal_where = _validation.check_ideal(
+    ideal_labels, ideal_where = _gains.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller=caller
     )
     return _kernel.evaluate(

@@ -518,7 +518,7 @@ def normalized_gain(
     caller = "normalized_gain"
     gain = _validation.check_gain(gain, caller=caller)
     judged = _validation.check_item_mask(judged, scores, name="judged", caller=caller)
-    ideal_labels, ideal_where = _validation.check_ideal(
+    ideal_labels, ideal_where = _gains.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller=caller
     )
     return _kernel.evaluate(
