@@ -227,3 +227,15 @@ def test_the_command_names_the_measures_without_a_range(capsys):
     assert json.loads(capsys.readouterr().out)["tie_range"]["mean"].keys() == {"map"}
     assert main(["evaluate", "--example", "-m", "ndcg", "map", "--tie-range"]) == 0
     assert "--tie-range gives no range" not in capsys.readouterr().err
+
+
+def test_a_partial_of_a_measure_is_ordered_by_what_the_measure_reads():
+    # unjudged@1 reads only judgments: one unjudged item among three tied
+    # gives 0 or 1 at the cut-off. Unwrapped, the partial is ordered by
+    # judgment; ordered by relevance it gave the pair reversed, (1, 0).
+    scores, labels = np.zeros(3), np.array([1.0, 0.0, 0.0])
+    judged = np.array([True, False, True])
+    low, high = metrics.tie_range(
+        functools.partial(metrics.unjudged, k=1), scores, labels, judged=judged
+    )
+    assert (float(low), float(high)) == (0.0, 1.0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -18,10 +19,15 @@ def _tie_key_kind(metric: Callable) -> tuple[str, str | None]:
     """How the registry says ``metric`` reads labels, and what orders its ties.
 
     ``(labels, tie_key)`` as :class:`lodestar._registry.Measure` declares
-    them; a function the registry does not hold reads graded labels.
+    them, for a function of :mod:`lodestar.metrics` or a ``functools.partial``
+    of one. Any other function is ordered by graded relevance, which also
+    gives the extremes of a binary measure (a higher grade is never less
+    relevant).
     """
     from lodestar import _registry
 
+    while isinstance(metric, functools.partial):
+        metric = metric.func
     for measure in _registry.MEASURES.values():
         if measure.function is metric:
             return measure.labels, measure.tie_key
