@@ -9,6 +9,8 @@ float32 scores: 1e-9 absolute per query, as in test_trec_eval_agreement.py.
 import json
 import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -361,3 +363,56 @@ def test_cut_offs_past_int32_cut_nothing(trec_eval):
             qrels, run, measures=["map", "err", "hits"], trec_eval=trec_eval, max_documents=k
         )
         assert cut.mean == uncut.mean
+
+
+_FRESH_PROCESS = """
+import json, sys
+import jax.monitoring
+import lodestar
+events = {"/jax/compilation_cache/cache_hits": 0, "/jax/compilation_cache/cache_misses": 0}
+def count(event, **kwargs):
+    if event in events:
+        events[event] += 1
+jax.monitoring.register_event_listener(count)
+directory = lodestar.use_compilation_cache(sys.argv[1])
+result = lodestar.evaluate(sys.argv[2], sys.argv[3], ["ndcg@10", "map"])
+hits, misses = events.values()
+print(json.dumps({"directory": directory, "mean": result.mean, "hits": hits, "misses": misses}))
+"""
+
+
+def test_the_compilation_cache_spares_a_new_process_the_compilation(tmp_path):
+    # The Python API keeps no cache unless asked (a library leaves JAX's
+    # configuration alone); asked, a second process loads what the first
+    # compiled, as the command line's second run does.
+    from lodestar.cli import _example_paths
+
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k != "LODESTAR_TEST_JAX_CACHE"}
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", _FRESH_PROCESS, str(cache), *_example_paths()],
+                capture_output=True, check=True, env=env, text=True,
+            ).stdout
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+    assert runs[0]["directory"] == runs[1]["directory"] == str(cache)
+    assert runs[0]["mean"] == runs[1]["mean"]
+    # The first compiled every program and kept it; the second compiled none.
+    assert runs[0]["hits"] == 0 < runs[0]["misses"]
+    assert runs[1]["hits"] == runs[0]["misses"] and runs[1]["misses"] == 0
+    assert any(cache.iterdir())
+
+
+def test_the_compilation_cache_is_the_command_lines_by_default(tmp_path, monkeypatch):
+    from lodestar import evaluation
+
+    monkeypatch.setenv("LODESTAR_COMPILATION_CACHE", str(tmp_path / "named"))
+    assert evaluation.default_cache_directory() == str(tmp_path / "named")
+    monkeypatch.setenv("LODESTAR_COMPILATION_CACHE", "0")
+    assert evaluation.default_cache_directory() is None
+    monkeypatch.delenv("LODESTAR_COMPILATION_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert evaluation.default_cache_directory() == str(tmp_path / "xdg" / "lodestar" / "jax")

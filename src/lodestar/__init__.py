@@ -21,7 +21,9 @@ The public surface:
   Bonferroni corrections, and the superscript report comparing several runs.
 * :func:`lodestar.evaluate` and :func:`lodestar.compare` (in
   :mod:`lodestar.evaluation`): TREC runs scored and compared from Python, from
-  files, dicts, DataFrames or Arrow tables, exactly as ``lodestar evaluate``.
+  files, dicts, DataFrames or Arrow tables, exactly as ``lodestar evaluate``;
+  :func:`lodestar.use_compilation_cache` keeps their compiled kernels on disk
+  for the next process, as the command line does.
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from lodestar.evaluation import Evaluation as Evaluation
     from lodestar.evaluation import compare as compare
     from lodestar.evaluation import evaluate as evaluate
+    from lodestar.evaluation import use_compilation_cache as use_compilation_cache
 
 __version__ = "0.1.0.dev0"
 
@@ -64,10 +67,11 @@ __all__ = [
     "smooth",
     "stats",
     "streaming",
+    "use_compilation_cache",
     "value_checks_under_jit",
 ]
 
-_FROM_EVALUATION = {"Evaluation", "compare", "evaluate"}
+_FROM_EVALUATION = {"Evaluation", "compare", "evaluate", "use_compilation_cache"}
 _FROM_VALIDATION = {"InvalidParameterError", "value_checks_under_jit"}
 # Every other public name is a submodule.
 _SUBMODULES = set(__all__) - _FROM_EVALUATION - _FROM_VALIDATION

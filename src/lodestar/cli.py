@@ -1086,30 +1086,15 @@ def _configure_jax() -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    setting = os.environ.get("LODESTAR_COMPILATION_CACHE", "")
-    if setting == "0" or jax.config.values["jax_compilation_cache_dir"]:
+    if jax.config.values["jax_compilation_cache_dir"]:
         return
-    if setting:
-        directory = setting
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        directory = os.path.join(base, "lodestar", "jax")
     # A cache that cannot be written would make JAX warn at every compilation
     # (a read-only home, a path through a file): the program compiles without
     # it, and says so only where the user named the directory.
-    try:
-        os.makedirs(directory, exist_ok=True)
-        writable = os.access(directory, os.W_OK | os.X_OK)
-    except OSError:
-        writable = False
-    if not writable:
-        if setting:
+    if evaluation.use_compilation_cache() is None:
+        setting = os.environ.get(evaluation.CACHE_VARIABLE, "")
+        if setting not in ("", "0"):
             _note(f"LODESTAR_COMPILATION_CACHE={setting!r} cannot be written; compiling without it")
-        return
-    jax.config.update("jax_compilation_cache_dir", directory)
-    # Our kernels compile in well under JAX's default threshold of a second.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 # The program (console) loads JAX on a thread while it reads the files; main()

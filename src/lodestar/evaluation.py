@@ -44,7 +44,7 @@ from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
 
-__all__ = ["Evaluation", "compare", "evaluate"]
+__all__ = ["Evaluation", "compare", "evaluate", "use_compilation_cache"]
 
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
 
@@ -462,3 +462,78 @@ def compare(
         samples=samples,
         seed=seed,
     )
+
+
+CACHE_VARIABLE = "LODESTAR_COMPILATION_CACHE"
+
+
+def default_cache_directory() -> str | None:
+    """The command line's cache: ``$LODESTAR_COMPILATION_CACHE``, or the user's cache directory.
+
+    ``$XDG_CACHE_HOME/lodestar/jax``, else ``~/.cache/lodestar/jax``; None
+    when ``LODESTAR_COMPILATION_CACHE=0`` turns the cache off.
+    """
+    setting = os.environ.get(CACHE_VARIABLE, "")
+    if setting == "0":
+        return None
+    if setting:
+        return setting
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "lodestar", "jax")
+
+
+def use_compilation_cache(directory: str | os.PathLike | None = None) -> str | None:
+    """Keep the compiled kernels on disk, so that a new process evaluates without compiling.
+
+    Most of a first :func:`evaluate` or :func:`compare` in a fresh process is
+    XLA compiling its kernels (seconds for ``all_trec`` or a significance
+    test). ``lodestar evaluate`` and ``lodestar compare`` keep them in JAX's
+    persistent compilation cache for their own process; a library must not
+    change a user's JAX configuration unasked, so from Python the cache is
+    this opt-in. It sets JAX's ``jax_compilation_cache_dir`` for the whole
+    process (every program JAX compiles from then on is kept, lodestar's and
+    others'), with no minimum compile time or size, as the command line does.
+
+    Args:
+      directory: Where to keep the programs. None takes the command line's:
+        ``$LODESTAR_COMPILATION_CACHE``, else ``$XDG_CACHE_HOME/lodestar/jax``
+        or ``~/.cache/lodestar/jax``, and none at all with
+        ``LODESTAR_COMPILATION_CACHE=0``.
+
+    Returns:
+      The directory in use, or None if there is none or it cannot be created
+      or written (JAX would warn at every compilation): JAX's configuration is
+      then left as it was.
+
+    Example:
+      At the top of a script that evaluates or compares runs::
+
+          import lodestar
+
+          lodestar.use_compilation_cache()
+          lodestar.compare("qrels.txt", ["bm25.run", "dense.run"])
+
+      A directory that cannot be created is not used, and JAX's
+      configuration stays as it was:
+
+      >>> import lodestar
+      >>> print(lodestar.use_compilation_cache("/dev/null/cache"))
+      None
+    """
+    import jax
+
+    directory = default_cache_directory() if directory is None else os.fspath(directory)
+    if directory is None:
+        return None
+    try:
+        os.makedirs(directory, exist_ok=True)
+        writable = os.access(directory, os.W_OK | os.X_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        return None
+    jax.config.update("jax_compilation_cache_dir", directory)
+    # lodestar's kernels compile in well under JAX's default threshold of a second.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return directory
