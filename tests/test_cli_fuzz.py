@@ -128,7 +128,7 @@ def test_numbers_at_the_limits_give_finite_json_or_one_error_line(
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=files(), options=st.sampled_from(OPTIONS), tie_range=st.booleans())
 def test_numbers_at_the_limits_give_finite_json_or_one_error_line_thoroughly(
     tmp_path_factory, data, options, tie_range

@@ -90,7 +90,7 @@ class Evaluation:
 
         Ties are broken per query, independently, so the range of the value
         over the queries is the pair of the values of the two tie-breaks.
-        ``G`` and ``infAP`` have none (:attr:`tie_low`).
+        ``G`` and ``infAP`` have none (see ``tie_low``).
         """
         if self.tie_low is None or self.tie_high is None:
             return None
