@@ -716,3 +716,26 @@ def test_ctrl_c_inside_an_import_that_wraps_it_exits_130_with_one_line(tmp_path,
     assert process.returncode == 130, err
     assert err.strip().splitlines()[-1] == "lodestar: interrupted", err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("test", ["randomization", "bootstrap"])
+def test_a_swallowed_ctrl_c_is_raised_again_between_windows(monkeypatch, test):
+    # A KeyboardInterrupt raised inside a finaliser is printed and swallowed,
+    # and a bootstrap test given Ctrl-C so went on for hours (once, in CI).
+    # The command line's handler remembers the interrupt; the long loops
+    # raise it again between their windows.
+    import lodestar._interrupt as interrupt
+    from lodestar import stats
+
+    monkeypatch.setattr(interrupt, "_pending", False)  # restored at teardown
+    with pytest.raises(KeyboardInterrupt):
+        interrupt.note_interrupt(signal.SIGINT, None)
+    assert interrupt._pending
+    a, b = np.linspace(0, 1, 40), np.linspace(0, 1, 40) ** 2
+    with pytest.raises(KeyboardInterrupt):
+        if test == "randomization":
+            stats.randomization_test(a, b, permutations=10_000)
+        else:
+            stats.bootstrap_test(a, b, samples=10_000)
+    interrupt._pending = False
+    assert stats.randomization_test(a, b, permutations=1000).p_value >= 0

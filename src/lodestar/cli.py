@@ -1186,6 +1186,11 @@ def console() -> None:
     global _load_in_background
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # Ctrl-C raises as before, and is remembered, so that the long loops raise
+    # it again if a finaliser swallowed it. A SIGINT ignored by the shell (a
+    # background job) stays ignored.
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt.note_interrupt)
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())
     try:

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lodestar import _registry, _shapes
+from lodestar import _interrupt, _registry, _shapes
 from lodestar._trec import batches as _batches
 from lodestar._trec.join import Joined, Lists
 from lodestar._trec.names import Request
@@ -292,6 +292,7 @@ def evaluate(
 
     def collect(queries: np.ndarray, values) -> None:
         nonlocal done
+        _interrupt.raise_if_interrupted()
         for request, value in zip(requests, values, strict=True):
             results[request.name][queries] = np.asarray(value)[: len(queries)]
         done += 1

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _validation
+from lodestar import _interrupt, _validation
 from lodestar._validation import InvalidParameterError
 from lodestar.stats import _checks, _student_t
 
@@ -262,6 +262,7 @@ def _sign_flip_counts(a, b, key, *, flips: int, exact: bool):
     traced = not _validation.is_concrete(a, key)
     count = jnp.zeros(pairs, jnp.int64)
     for first, window in _windows(-(-flips // rows), rows * n * (pairs + 4), traced):
+        _interrupt.raise_if_interrupted()
         count = count + _sign_flip_window(
             a, b, key, jnp.int64(first), window=window, flips=flips, exact=exact
         )
@@ -324,6 +325,7 @@ def _bootstrap_kernel(d, key, quantiles, *, samples: int):
     count = jnp.zeros(pairs, jnp.int64)
     means = []
     for first, window in _windows(-(-samples // rows), 8 * rows * n * (pairs + 4), traced):
+        _interrupt.raise_if_interrupted()
         window_count, window_means = _bootstrap_window(
             d, key, jnp.int64(first), window=window, samples=samples
         )
