@@ -1,11 +1,14 @@
 """What the test suite shares with the child processes it starts.
 
-The compilation cache, and children that Ctrl-C (SIGINT) reaches.
+The compilation cache, children that Ctrl-C (SIGINT) reaches, and the
+program started as one.
 """
 
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 # JAX's persistent compilation cache, shared by the workers of a run, by the
@@ -43,3 +46,25 @@ def interruptible_children():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def program(*args, env=None, **kwargs) -> subprocess.Popen:
+    """``python -m lodestar ARGS`` as a child that Ctrl-C reaches, stderr piped.
+
+    It imports this checkout's lodestar and keeps no compilation cache, so
+    that it neither reads nor fills the user's; ``env`` adds to the
+    environment, and ``kwargs`` go to :class:`subprocess.Popen` (stdout is
+    piped unless given).
+    """
+    environment = {**os.environ, "PYTHONPATH": SRC, "LODESTAR_COMPILATION_CACHE": "0"}
+    with interruptible_children():
+        return subprocess.Popen(
+            [sys.executable, "-m", "lodestar", *args],
+            env={**environment, **(env or {})},
+            stdout=kwargs.pop("stdout", subprocess.PIPE),
+            stderr=subprocess.PIPE,
+            **kwargs,
+        )

@@ -22,14 +22,13 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
-import numpy as np
 import pytest
-from children import interruptible_children
+from children import program
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trec_glue import write_long_runs
 
 from lodestar.cli import main
 
@@ -141,31 +140,17 @@ def test_numbers_at_the_limits_give_finite_json_or_one_error_line_thoroughly(
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    """A qrels and two runs of 2,000 queries x 50 documents: seconds of work each."""
+    """A qrels and two runs of 2,000 queries x 50 documents, tied: seconds of work each."""
     directory = tmp_path_factory.mktemp("two")
-    rng = np.random.default_rng(0)
-    queries, depth = 2000, 50
-    qids = np.repeat(np.arange(queries), depth)
-    docs = np.tile(np.arange(depth), queries)
-    qrels = "".join(f"{q} 0 d{d} {d % 3}\n" for q, d in zip(qids, docs, strict=True) if d % 2)
-    (directory / "qrels").write_text(qrels)
-    paths = [str(directory / "qrels")]
-    for name in ("first", "second"):
-        scores = np.round(rng.random(queries * depth), 2)
-        lines = (f"{q} Q0 d{d} 1 {s} {name}\n" for q, d, s in zip(qids, docs, scores, strict=True))
-        (directory / name).write_text("".join(lines))
-        paths.append(str(directory / name))
-    return paths
+    qrels, runs = write_long_runs(
+        directory, queries=2000, depth=50, runs=("first", "second"), decimals=2
+    )
+    return qrels, *runs
 
 
 def _interrupt_at(args, delay):
     """Send SIGINT ``delay`` seconds after the program starts: ``(status, stderr, waited)``."""
-    with interruptible_children():
-        process = subprocess.Popen(
-            [sys.executable, "-m", "lodestar", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
+    process = program(*args, stdout=subprocess.DEVNULL)
     time.sleep(delay)
     process.send_signal(signal.SIGINT)
     sent = time.monotonic()

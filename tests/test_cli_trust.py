@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiers
-from children import interruptible_children
+from children import SRC, interruptible_children, program
+from trec_glue import write_long_runs
 
 from lodestar.cli import main
 
 TREC_EVAL = Path(__file__).resolve().parent / "data" / "trec_eval"
-SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 def evaluate(capsys, *args):
@@ -315,32 +315,16 @@ def test_err_top_grade_below_a_relevance_of_the_qrels_is_refused(capsys):
 # --- the program as a Unix tool -----------------------------------------------------
 
 
-def program(*args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": SRC, "LODESTAR_COMPILATION_CACHE": "0"}
-    with interruptible_children():
-        return subprocess.Popen(
-            [sys.executable, "-m", "lodestar", *args],
-            env=env,
-            stdout=kwargs.pop("stdout", subprocess.PIPE),
-            stderr=subprocess.PIPE,
-            **kwargs,
-        )
-
-
 @pytest.fixture(scope="module")
 def many_queries(tmp_path_factory):
-    """A run with enough queries that ``-q`` prints far more than a pipe buffers."""
-    directory = tmp_path_factory.mktemp("many")
-    rng = np.random.default_rng(0)
-    queries, depth = 3000, 20
-    qids = np.repeat(np.arange(queries), depth)
-    docs = np.tile(np.arange(depth), queries)
-    scores = rng.random(queries * depth)
-    run = "".join(f"{q} Q0 d{d} 1 {s:.6f} r\n" for q, d, s in zip(qids, docs, scores, strict=True))
-    qrels = "".join(f"{q} 0 d{d} {d % 3}\n" for q, d in zip(qids, docs, strict=True) if d % 2)
-    (directory / "run").write_text(run)
-    (directory / "qrels").write_text(qrels)
-    return str(directory / "qrels"), str(directory / "run")
+    """A run with enough queries that ``-q`` prints far more than a pipe buffers.
+
+    ``(qrels, run)``; a second run, ``second``, lies beside the first.
+    """
+    qrels, runs = write_long_runs(
+        tmp_path_factory.mktemp("many"), queries=3000, depth=20, runs=("r", "second")
+    )
+    return qrels, runs[0]
 
 
 def test_a_closed_pipe_ends_the_program_quietly(many_queries):
@@ -439,17 +423,7 @@ def test_ctrl_c_stops_a_long_significance_test_within_a_second(many_queries, tmp
     # compilation of the window's program; the bar leaves room for a loaded
     # machine.
     qrels, run = many_queries
-    second = tmp_path / "second.run"
-    rng = np.random.default_rng(1)
-    lines = Path(run).read_text().splitlines()
-    second.write_text(
-        "".join(
-            f"{q} Q0 {doc} {rank} {score} second\n"
-            for (q, _, doc, rank, _, _), score in zip(
-                (line.split() for line in lines), rng.random(len(lines)), strict=True
-            )
-        )
-    )
+    second = Path(run).with_name("second")
     process = program(
         "compare", qrels, run, str(second), "-m", "map", "--test", test, *draws,
         "--progress", "always",
@@ -739,3 +713,26 @@ def test_a_swallowed_ctrl_c_is_raised_again_between_windows(monkeypatch, test):
             stats.bootstrap_test(a, b, samples=10_000)
     interrupt._pending = False
     assert stats.randomization_test(a, b, permutations=1000).p_value >= 0
+
+
+def test_a_swallowed_ctrl_c_prints_no_traceback(monkeypatch, capsys):
+    # Python reports an interrupt inside a garbage-collector callback (JAX's
+    # _xla_gc_callback) as "Exception ignored in ..." with its traceback; the
+    # program, which raises it again, prints none. Other errors still show.
+    import types
+
+    import lodestar._interrupt as interrupt
+
+    monkeypatch.setattr(interrupt, "_pending", True)
+    swallowed = types.SimpleNamespace(
+        exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(), exc_traceback=None,
+        err_msg=None, object=None,
+    )  # fmt: skip
+    interrupt.quiet_swallowed_interrupt(swallowed)
+    assert capsys.readouterr().err == ""
+    reported = []
+    monkeypatch.setattr(sys, "__unraisablehook__", reported.append)
+    other = types.SimpleNamespace(**{**vars(swallowed), "exc_value": ValueError("kept")})
+    interrupt.quiet_swallowed_interrupt(other)
+    interrupt.quiet_swallowed_interrupt(swallowed)
+    assert reported == [other]

@@ -122,3 +122,26 @@ def padded(width, *arrays):
         np.concatenate([np.asarray(a), np.zeros(width - n, np.asarray(a).dtype)]) for a in arrays
     ]
     return (*out, np.arange(width) < n)
+
+
+def write_long_runs(directory, *, queries: int, depth: int, runs=("r",), decimals=6):
+    """A qrels and runs of ``queries`` x ``depth`` documents: long work for the program.
+
+    Every odd document is judged, with a grade of ``d % 3``; each run scores
+    every document at random (its own seed), rounded to ``decimals`` (few
+    decimals make ties). Returns ``(qrels path, [run paths])``.
+    """
+    qids = np.repeat(np.arange(queries), depth)
+    docs = np.tile(np.arange(depth), queries)
+    qrels = "".join(f"{q} 0 d{d} {d % 3}\n" for q, d in zip(qids, docs, strict=True) if d % 2)
+    (directory / "qrels").write_text(qrels)
+    paths = []
+    for seed, name in enumerate(runs):
+        scores = np.random.default_rng(seed).random(queries * depth)
+        lines = (
+            f"{q} Q0 d{d} 1 {s:.{decimals}f} {name}\n"
+            for q, d, s in zip(qids, docs, scores, strict=True)
+        )
+        (directory / name).write_text("".join(lines))
+        paths.append(str(directory / name))
+    return str(directory / "qrels"), paths

@@ -6,6 +6,8 @@ when the user pressed Ctrl-C during ``import numpy``. The program must still
 exit 130 with one line.
 """
 
+import sys
+
 
 def caused_by_interrupt(error: BaseException | None) -> bool:
     """Whether ``error`` is a KeyboardInterrupt, or was raised from or during one."""
@@ -19,9 +21,9 @@ def caused_by_interrupt(error: BaseException | None) -> bool:
 
 
 # Set by the command line's SIGINT handler. A KeyboardInterrupt raised while
-# the interpreter runs a finaliser (__del__, a weakref callback) is printed
-# and swallowed ("Exception ignored in ..."), and the work goes on: once seen
-# in 4 hours of sweeps, a bootstrap test that then ran for hours. The long
+# the interpreter runs a finaliser or a garbage-collector callback (JAX's
+# _xla_gc_callback) is printed and swallowed ("Exception ignored in ..."),
+# and the work goes on: a bootstrap test given Ctrl-C ran on for hours. The long
 # loops check this flag between their steps, so that a swallowed Ctrl-C is
 # raised again there.
 _pending = False
@@ -38,3 +40,14 @@ def raise_if_interrupted() -> None:
     """Raise KeyboardInterrupt if the program was interrupted and the interrupt was swallowed."""
     if _pending:
         raise KeyboardInterrupt
+
+
+def quiet_swallowed_interrupt(unraisable) -> None:
+    """A ``sys.unraisablehook``: no traceback for a Ctrl-C that a finaliser swallowed.
+
+    :func:`note_interrupt` remembered it, and the loops raise it again; any
+    other unraisable exception is reported as Python reports it.
+    """
+    if _pending and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        return
+    sys.__unraisablehook__(unraisable)

@@ -1191,6 +1191,7 @@ def console() -> None:
     # background job) stays ignored.
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupt.note_interrupt)
+        sys.unraisablehook = _interrupt.quiet_swallowed_interrupt
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())
     try:
