@@ -15,6 +15,7 @@ import functools
 import subprocess
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import oracles
 import pytest
@@ -161,6 +162,66 @@ def test_large_blocks_take_the_grid_within_its_bound():
         walked = _bracketed(exact, scores, labels, level)
         got = metrics.interpolated_precision(scores, labels, recall=level)
         np.testing.assert_allclose(got, walked, rtol=0, atol=1 / (2 * _interpolated.GRID))
+
+
+def _tiled(tile, **engine):
+    compute = functools.partial(_interpolated._interpolated_precision, tile=tile, **engine)
+    return _kernel.Formula(f"tile_{tile}", compute)
+
+
+@pytest.mark.parametrize("tile", [1, 2, 3, 7])
+def test_tiles_of_any_width_give_the_same_values(tile):
+    # The lattice's packed states are stepped tile by tile, each reading its
+    # left neighbour's last slot: tiles of 1, 2, 3 and 7 slots cut blocks at
+    # every place, and must give the one-tile values exactly.
+    rng = np.random.default_rng(tile)
+    scores = rng.integers(0, 4, (3, 70)).astype(float)
+    labels = (rng.random((3, 70)) < 0.3).astype(float)
+    for engine in ({}, {"exact_limit": -1, "chunk": 4}):
+        whole = _tiled(_interpolated.TILE, **engine)
+        for level in (0.0, 0.3, 1.0):
+            for k in (None, 25):
+                expected = _bracketed(whole, scores, labels, level, k)
+                got = _bracketed(_tiled(tile, **engine), scores, labels, level, k)
+                np.testing.assert_array_equal(got, expected)
+
+
+def test_two_slot_tiles_match_the_oracle_over_every_order():
+    rng = np.random.default_rng(11)
+    exact = _tiled(2, exact_limit=10**9)
+    for _ in range(30):
+        n = int(rng.integers(2, 8))
+        scores = rng.choice([0.0, 0.5, 1.0], n)
+        labels = rng.integers(0, 2, n).astype(float)
+        for level in (0.0, 0.5, 1.0):
+            expected = oracles.tie_average(oracles.iprec_of_order, scores, labels, recall=level)
+            got = float(_bracketed(exact, scores, labels, level))
+            assert got == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+def _packed_slots(lists, k, *, recall):
+    blocks = _interpolated._Blocks(lists)
+    cut = jnp.minimum(jnp.asarray(k, blocks.real.dtype), blocks.real)
+    level = _interpolated._Level(blocks, cut, jnp.ones_like(blocks.real), lists.dtype)
+    return _interpolated._Lattice(level, _interpolated.TILE).used.astype(lists.dtype)
+
+
+def test_the_lattice_holds_one_state_per_relevant_item_of_a_random_block():
+    # The programme's work per step is the packed states, sum over the blocks
+    # holding both kinds of (r + 1): 151 for 3,000 tied items of which 150
+    # are relevant (the work is O(m r), not O(m n)). Blocks of one kind, and
+    # items past the cut, hold none.
+    probe = _kernel.Formula("packed_slots", _packed_slots)
+    labels = np.zeros((3, 3000))
+    labels[[0, 2], :150] = 1
+    labels[1, 0:300:2] = 1
+    scores = np.zeros((3, 3000))
+    scores[1, :100] = 1.0  # two random blocks: 50 of 100 relevant, then 100 of 2,900
+    scores[2, :10] = 1.0  # 10 relevant alone, then 140 relevant among 2,990
+    got = _bracketed(probe, scores, labels, 0.5)
+    np.testing.assert_array_equal(got, [151, 51 + 101, 141])
+    # Cut after the first block of the second list: nothing random before it.
+    np.testing.assert_array_equal(_bracketed(probe, scores[2:], labels[2:], 0.5, k=10), [0])
 
 
 def test_float32_without_x64_agrees():

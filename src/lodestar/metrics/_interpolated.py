@@ -41,6 +41,9 @@ GRID = 2048
 GRID_CHUNK = 16
 """Grid thresholds evaluated together in one pass over the blocks' offsets."""
 
+TILE = 64
+"""Packed lattice slots updated together in one step of the programme."""
+
 
 def _wide():
     """The integer type for products of two positions: int64 with x64, else int32."""
@@ -77,6 +80,21 @@ def _lround(x):
     """C's ``lround`` for ``x >= 0``: the nearest whole number, halves away from zero."""
     whole = jnp.floor(x)
     return whole + (x - whole >= 0.5)
+
+
+def _scatter_last(values, targets, size):
+    """``(..., size)``: ``values`` ``(..., n)`` written at ``targets``; -1 elsewhere.
+
+    A target of ``size`` or more is dropped.
+    """
+    shape = values.shape
+    flat_values = values.reshape(-1, shape[-1])
+    flat_targets = targets.reshape(-1, shape[-1])
+
+    def one(v, t):
+        return jnp.full(size, -1, v.dtype).at[t].set(v, mode="drop")
+
+    return jax.vmap(one)(flat_values, flat_targets).reshape(shape[:-1] + (size,))
 
 
 def _per_block_sums(values, bins, n):
@@ -144,9 +162,6 @@ class _Level:
         den = jnp.where(all_relevant, i, a + m)
         self.floor_num, self.floor_den = _best_fraction(num, den, end | all_relevant, largest=True)
         self.b = b
-        # Which bins of a per-block sum (named by the block's start) are random blocks.
-        first = (self.random & (u == 1)).astype(dtype)
-        self.random_starts = _per_block_sums(first, b.start, b.n)
 
     def above_floor(self):
         """Per position, the lattice points whose precision exceeds ``D``."""
@@ -162,48 +177,112 @@ class _Level:
         keep = self.points & (j <= b.rel_above + self.high)
         return _best_fraction(j, jnp.broadcast_to(b.position, j.shape), keep, largest=False)
 
+
+class _Lattice:
+    """The random blocks' lattice states, packed: block ``B``'s ``h`` at slot ``s_B + h``.
+
+    A block of ``m`` items holding ``r`` relevant ones has ``r + 1`` states
+    (``h`` relevant items so far), so the packed states of a list fill
+    ``S = sum_B (r_B + 1)`` slots, fewer than its ``m``-slot blocks whenever
+    they are mostly non-relevant. Each step of the programme places one more
+    item of every block and visits only the tiles of ``TILE`` slots up to the
+    longest ``S`` of the batch: ``O(m r)`` per threshold for one block, where
+    a state per rank position (every block's ``h`` at its start ``a + h``)
+    costs ``O(m n)``.
+    """
+
+    def __init__(self, level: _Level, tile: int):
+        self.level = level
+        b = level.b
+        n = b.n
+        wide = b.start.dtype
+        starts = level.random & (b.offset == 1)
+        states = jnp.where(starts, b.rel + 1, 0)
+        first_slot = jnp.cumsum(states, axis=-1) - states
+        self.used = jnp.sum(states, axis=-1)  # S per list
+        self.tile = min(tile, n)
+        self.tiles = -(-n // self.tile)
+        slots = self.tiles * self.tile
+        # The rank position of each packed slot's block: scattered at the
+        # block's first slot, carried forward to its other slots.
+        owner = jnp.where(starts, jnp.arange(n, dtype=wide), -1)
+        target = jnp.where(starts, first_slot, slots)
+        mark = _scatter_last(owner, target, slots)
+        owner = lax.cummax(mark, axis=mark.ndim - 1)
+        slot = jnp.arange(slots, dtype=wide)
+        self.active = (slot < self.used[..., None]) & (owner >= 0)
+        owner = jnp.maximum(owner, 0)
+
+        def packed(x):
+            return jnp.take_along_axis(x, owner, axis=-1)
+
+        self.h = slot - packed(first_slot)
+        self.start, self.size, self.rel = packed(b.start), packed(b.size), packed(b.rel)
+        self.rel_above, self.last = packed(b.rel_above), packed(level.last)
+        self.block_start = self.active & (self.h == 0)
+        self.first_slot = packed(first_slot)
+
     def below(self, num, den):
         """``P(IP <= num / den)`` per threshold: ``num``, ``den`` are ``(..., T)``."""
-        b = self.b
-        n = b.n
-        dtype = self.dtype
-
-        def slot(x):
-            return x[..., None, :]
-
-        a, m, r, big_a = slot(b.start), slot(b.size), slot(b.rel), slot(b.rel_above)
-        h = slot(b.offset) - 1  # the state of h relevant items sits at slot a + h
-        counted, last, random = slot(self.counted), slot(self.last), slot(self.random)
-        num, den = num[..., :, None], den[..., :, None]
-        state = random & (h <= r)
+        level = self.level
+        b = level.b
+        dtype = level.dtype
+        tile = self.tile
         # Offsets past the last where some point of a block can exceed the
         # threshold are free; the programme stops there.
-        top = big_a + jnp.minimum(slot(b.offset), r)
-        binds = slot(self.points) & (top >= counted) & (top * den > num * slot(b.position))
-        steps = jnp.max(jnp.where(binds, slot(b.offset), 0), initial=0)
-        mass = jnp.broadcast_to(jnp.where(state & (h == 0), 1, 0).astype(dtype), binds.shape)
-        hf, mf, rf = h.astype(dtype), m.astype(dtype), r.astype(dtype)
+        top = b.rel_above[..., None, :] + jnp.minimum(b.offset, b.rel)[..., None, :]
+        binds = (
+            level.points[..., None, :]
+            & (top >= level.counted[..., None, :])
+            & (top * den[..., :, None] > num[..., :, None] * b.position[..., None, :])
+        )
+        steps = jnp.max(jnp.where(binds, b.offset[..., None, :], 0), initial=0)
+        tiles = -(-jnp.max(self.used, initial=0) // tile)
+        counted = level.counted
+        num, den = num[..., :, None], den[..., :, None]
+        # One spare slot in front: the shifted read of the first tile sees 0.
+        mass = jnp.where(self.active & (self.h == 0), 1, 0).astype(dtype)
+        mass = jnp.broadcast_to(mass[..., None, :], num.shape[:-1] + mass.shape[-1:])
+        mass = jnp.concatenate([jnp.zeros_like(mass[..., :1]), mass], axis=-1)
+        fields = (self.h, self.start, self.size, self.rel, self.rel_above, self.last)
+        fields = tuple(jnp.broadcast_to(f, self.active.shape) for f in fields)
+
+        def window(x, index, width):
+            return lax.dynamic_slice_in_dim(x, index, width, axis=x.ndim - 1)
 
         def add_item(u, mass):
-            left = jnp.maximum(mf - u.astype(dtype), 1)
-            shifted = jnp.concatenate([jnp.zeros_like(mass[..., :1]), mass[..., :-1]], -1)
-            shifted = jnp.where(h >= 1, shifted, 0)
-            stay = mass * (mf - u.astype(dtype) - rf + hf) / left
-            move = shifted * (rf - hf + 1) / left
-            new = stay + move
-            position = a + u + 1
-            kill = (h >= 1) & (big_a + h >= counted) & (u + 1 <= last)
-            kill = kill & ((big_a + h) * den > num * position)
-            new = jnp.where(kill, 0, new)
-            return jnp.where(state & (u < last), new, mass)
+            def one_tile(j, mass):
+                # Tiles run from the last down, so each reads its left
+                # neighbour's slot before that neighbour is updated.
+                t = tiles - 1 - j
+                begin = t * tile
+                h, a, m, r, big_a, last = (window(f, begin, tile)[..., None, :] for f in fields)
+                old = window(mass, begin, tile + 1)
+                current, shifted = old[..., 1:], old[..., :-1]
+                hf, mf, rf = h.astype(dtype), m.astype(dtype), r.astype(dtype)
+                uf = u.astype(dtype)
+                left = jnp.maximum(mf - uf, 1)
+                shifted = jnp.where(h >= 1, shifted, 0)
+                new = current * (mf - uf - rf + hf) / left + shifted * (rf - hf + 1) / left
+                position = a + u + 1
+                kill = (h >= 1) & (big_a + h >= counted[..., None]) & (u + 1 <= last)
+                kill = kill & ((big_a + h) * den > num * position)
+                new = jnp.where(kill, 0, new)
+                new = jnp.where((h <= r) & (u < last), new, current)
+                return lax.dynamic_update_slice_in_dim(mass, new, begin + 1, axis=mass.ndim - 1)
 
-        mass = lax.fori_loop(jnp.zeros((), steps.dtype), steps, add_item, mass)
-        sums = _per_block_sums(mass, jnp.broadcast_to(a, mass.shape), n)
-        starts = self.random_starts[..., None, :]
-        return jnp.prod(jnp.where(starts > 0, sums, 1), axis=-1)
+            return lax.fori_loop(jnp.zeros((), tiles.dtype), tiles, one_tile, mass)
+
+        mass = lax.fori_loop(jnp.zeros((), steps.dtype), steps, add_item, mass)[..., 1:]
+        mass = jnp.where(self.active[..., None, :], mass, 0)
+        slots = mass.shape[-1]
+        sums = _per_block_sums(
+            mass, jnp.broadcast_to(self.first_slot[..., None, :], mass.shape), slots
+        )[..., :slots]
+        return jnp.prod(jnp.where(self.block_start[..., None, :], sums, 1), axis=-1)
 
 
-def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
+def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk, tile):
     """``E[IP]`` at one recall level per list, exact or within ``1 / (2 grid)``.
 
     Each round evaluates ``P(IP <= t)`` at ``chunk`` thresholds in one pass
@@ -221,6 +300,7 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
     counted = jnp.maximum(jnp.minimum(cutoff, b.n + 1), 1).astype(wide)
     cut = jnp.minimum(jnp.asarray(k, wide), b.real)
     lv = _Level(b, cut, counted, dtype)
+    lattice = _Lattice(lv, tile)
     floor_num, floor_den = lv.floor_num, lv.floor_den
     floor = floor_num.astype(dtype) / floor_den.astype(dtype)
     if lists.ranking.ignore_ties:
@@ -267,7 +347,7 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk):
         grid_den = jnp.where(q < first[..., None], floor_den[..., None], grid)
         t_num = jnp.where(exact[..., None], exact_num, grid_num)
         t_den = jnp.where(exact[..., None], exact_den, grid_den)
-        now = lv.below(t_num, t_den)
+        now = lattice.below(t_num, t_den)
         t = t_num.astype(dtype) / t_den.astype(dtype)
         left_t = jnp.concatenate(
             [(num.astype(dtype) / den.astype(dtype))[..., None], t[..., :-1]], -1
@@ -300,10 +380,11 @@ def _interpolated_precision(
     exact_limit=EXACT_LIMIT,
     grid=GRID,
     chunk=GRID_CHUNK,
+    tile=TILE,
 ):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
-    return _expected(lists, k, recall, exact_limit=exact_limit, grid=grid, chunk=chunk)
+    return _expected(lists, k, recall, exact_limit=exact_limit, grid=grid, chunk=chunk, tile=tile)
 
 
 def _eleven_point_average(lists: _kernel.Lists, k, *, recall, **engine):
