@@ -39,6 +39,7 @@ SOURCES = {
     "smooth_training": "cpu_smooth_20261204.json",
     "cli": "cpu_cli_20261202.json",
     "ltr": "cpu_ltr_20261203.json",
+    "long_ties": "cpu_long_ties_20261205.json",
 }
 DIGEST_KEY = "lodestar-data-digest"
 
@@ -394,6 +395,39 @@ def cli_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+LONG_TIE_WORKLOADS = {
+    "tail": ("10 × 1,000, last 900 tied", "official"),
+    "graded-3000": ("3,000 tied, grades 1–4", "G"),
+}
+
+
+def long_ties_table(report: dict) -> str:
+    """``bench_long_ties.py``: tie-averaged against ``--ignore-ties``, cold and warm.
+
+    The ratio is the warm tie-averaged time over the warm ``--ignore-ties``
+    one; for the one-query blocks, the extra warm seconds per million of
+    ``m * r`` (block length times relevant items).
+    """
+    lines = [
+        "| run | measures | averaged, cold | averaged, warm | --ignore-ties, warm "
+        "| ratio, warm | extra s per million m·r |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, workload in report["workloads"].items():
+        averaged, plain = workload["seconds"]["averaged"], workload["seconds"]["ignore_ties"]
+        if name.startswith("block-"):
+            label = f"{int(name.split('-')[1]):,} tied, 5 % relevant"
+            measures, work = "iprec_at_recall", workload["m_times_r"]
+            extra = f"{(averaged['warm'] - plain['warm']) / (work / 1e6):.2f}"
+        else:
+            (label, measures), extra = LONG_TIE_WORKLOADS[name], "—"
+        lines.append(
+            f"| {label} | {measures} | {averaged['cold']:.2f} | {averaged['warm']:.2f} "
+            f"| {plain['warm']:.2f} | {averaged['warm'] / plain['warm']:.1f} | {extra} |"
+        )
+    return "\n".join(lines)
+
+
 def _mean_std(mean: float, std: float | None) -> str:
     return f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
 
@@ -422,6 +456,7 @@ def tables() -> dict[str, str]:
     exact = load("exact")
     return {
         "cli": cli_table(load("cli")),
+        "long_ties": long_ties_table(load("long_ties")),
         "exact": exact_table(exact_series(exact)),
         "memory": memory_table(memory_series(exact)),
         "exact_large": large_table(exact_series(load("exact_large"))),
