@@ -87,6 +87,31 @@ def test_one_group_gives_the_plain_measures(tmp_path, capsys):
         assert got[query]["P_avgjg_5"] == pytest.approx(values["P_5"], rel=1e-12, abs=1e-12)
 
 
+def test_tie_range_is_given_only_where_each_query_has_one_group(tmp_path, capsys):
+    # Two groups of one query may want the ties in opposite orders, so the
+    # mean of their extremes is not the range of the mean: no range, and why.
+    run, qrels_jg, per_group = _files(tmp_path, 5)
+    args = ["evaluate", "--json", "-q", "--tie-range", "-R", "qrels_jg", *AVERAGED]
+    assert main([*args, str(qrels_jg), str(run)]) == 0
+    captured = capsys.readouterr()
+    assert "tie_range" not in json.loads(captured.out)
+    assert (
+        "lodestar: --tie-range gives no range under -R qrels_jg when a query has more than "
+        "one judgment group: one order of the ties need not give every group its smallest "
+        "or largest value\n"
+    ) in captured.err
+    # One group per query: the group's own range, exact.
+    alone = per_group[0]
+    assert main([*args, str(alone), str(run)]) == 0
+    got = json.loads(capsys.readouterr().out)["tie_range"]
+    plain = ["evaluate", "--json", "-q", "--tie-range", *PLAIN, str(alone), str(run)]
+    assert main(plain) == 0
+    want = json.loads(capsys.readouterr().out)["tie_range"]
+    assert got["per_query"]["q0"]["map_avgjg"] == want["per_query"]["q0"]["map"]
+    assert got["mean"]["P_avgjg_5"] == want["mean"]["P_5"]
+    assert got["mean"]["map_avgjg"][0] < got["mean"]["map_avgjg"][1]
+
+
 def test_the_group_field_is_read_the_same_by_both_readers(tmp_path):
     _, qrels_jg, _ = _files(tmp_path, 3)
     data = qrels_jg.read_bytes()

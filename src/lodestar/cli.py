@@ -772,7 +772,16 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         if groups:
             pairs = joined
             joined, results = _groups.average_over_groups(pairs, results)
-            if extremes is not None:
+            if extremes is not None and _groups.shares_a_query(pairs):
+                # Each group's extremes come from its own order of the ties;
+                # their mean bounds the query's range but need not reach it.
+                _note(
+                    "--tie-range gives no range under -R qrels_jg when a query has more "
+                    "than one judgment group: one order of the ties need not give every "
+                    "group its smallest or largest value"
+                )
+                extremes = None
+            elif extremes is not None:
                 low, high = (_groups.average_over_groups(pairs, e)[1] for e in extremes)
                 extremes = (low, high)
         _note_dropped(joined, args.complete)

@@ -75,6 +75,12 @@ def expand_run(run: TrecFile, qrels: TrecFile) -> TrecFile:
     )
 
 
+def shares_a_query(joined: Joined) -> bool:
+    """Whether two judgment groups of ``joined`` (pairs ``qid jg``) judge one query."""
+    queries = [query_of(pair) for pair in joined.query_ids]
+    return len(set(queries)) < len(queries)
+
+
 def average_over_groups(
     joined: Joined, values: dict[str, np.ndarray]
 ) -> tuple[Joined, dict[str, np.ndarray]]:
