@@ -144,6 +144,19 @@ def test_normalized_gain_of_the_ideal_ranking_is_one():
     assert np.all(metrics.normalized_gain(-labels, labels) < 1)
 
 
+def test_normalized_gain_of_gains_past_two_to_the_53_stays_finite():
+    # The ideal's cost and the gain collected are sums that round apart past
+    # 2**53: labels 2**60 and 1 (and exp2 gains of label 100) gave G = inf.
+    # In the ideal order G is 1; reversed, the small gain first costs only
+    # its own share (G rounds to 1 in float64 as well).
+    scores = np.array([[1.0, 0.5], [0.5, 1.0]])
+    for labels, gain in (([2.0**60, 1.0], "linear"), ([100.0, 1.0], "exp2")):
+        got = metrics.normalized_gain(scores, np.array([labels, labels]), gain=gain)
+        assert np.all(np.isfinite(got)), (labels, gain, got)
+        assert float(got[0]) == pytest.approx(1.0, rel=1e-12)
+        assert 0 < float(got[1]) <= 1
+
+
 # --- ties with trec_eval's context, against the oracles ----------------------------------
 # Every list is padded to WIDTH items (and the ideal to IDEAL_WIDTH), so each
 # measure compiles once per tie rule however many examples run: padding

@@ -183,6 +183,11 @@ def _expected_terms(blocks: _Blocks, probability, value, spread):
         none = jnp.where(remaining > 0, drawn_zero, none)
         # The ideal's cost down to the t-th position, less the gain ranked there.
         slack = (lay.at_offset(blocks.cost, t - 1) - blocks.base)[..., None] - value
+        # The ideal's cost is never below the gain collected (it ranks the
+        # largest gains first, each costing at least 1), but past 2**53 the
+        # two sums round apart: a slack of -1 made the term infinite (labels
+        # 2**60 and 1 gave G = inf where trec_eval's doubles give 1).
+        slack = jnp.maximum(slack, 0)
         term = (value / t.astype(dtype)) / jnp.log2(2 + slack)
         expected = jnp.sum(jnp.where(probability > 0, probability * term, 0), axis=-1)
         # A count w that t draws cannot give has probability exactly 0, and
