@@ -21,9 +21,10 @@ import oracles
 import pytest
 
 from lodestar import _files
+from lodestar._terminal import Progress
 from lodestar._trec import batches, join, names, read
 from lodestar._trec import evaluate as trec_evaluate
-from lodestar.cli import DEFAULT_MEASURES, _Progress, main
+from lodestar.cli import DEFAULT_MEASURES, main
 
 TOLERANCE = 1e-12
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -440,7 +441,7 @@ def test_progress_bar_only_when_wanted():
         ("auto", False, False),
     ]:
         stream = Stream(tty)
-        progress = _Progress(mode=mode, stream=stream)
+        progress = Progress(mode=mode, stream=stream)
         progress.begin("evaluating")
         progress(0, 4)
         progress(1, 4)
@@ -454,7 +455,7 @@ def test_a_stage_without_steps_shows_its_time_growing():
     # Reading and parsing a file, or loading JAX, count no steps: the line is
     # redrawn while the stage runs, and not once it is closed.
     stream = io.StringIO()
-    progress = _Progress(mode="always", stream=stream)
+    progress = Progress(mode="always", stream=stream)
     progress.begin("reading run.txt")
     time.sleep(0.8)
     progress.close()

@@ -28,11 +28,9 @@ import json
 import math
 import os
 import sys
-import threading
-import time
 from importlib import resources
 
-from lodestar import _interrupt, evaluation
+from lodestar import _interrupt, _startup, _terminal, evaluation
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
@@ -42,104 +40,11 @@ from lodestar._trec import read as _read
 __all__ = ["main"]
 
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
-# Progress is shown on a terminal once a stage has taken this long, and then
-# redrawn this often, so that a long stage with no steps to count (reading and
-# parsing a file, loading JAX) shows its time going up.
-_PROGRESS_AFTER_SECONDS = 1.0
-_PROGRESS_REDRAW_SECONDS = 0.25
 _MEASURE_OPTIONS = ("-m", "--measures")
 
 
 class UsageError(Exception):
     """A mistake in the command line itself (exit status 2)."""
-
-
-class _Progress:
-    """A one-line progress report on stderr, drawn only when it is wanted.
-
-    ``mode`` "auto" draws on a terminal once a stage has run for
-    ``_PROGRESS_AFTER_SECONDS``; "always" draws from the start, terminal or
-    not; "never" stays silent. A stage is a message (``reading run.txt``),
-    with a bar when it counts steps. While it draws, a thread redraws the
-    line every ``_PROGRESS_REDRAW_SECONDS``, so that a stage with no steps to
-    count shows its elapsed time growing.
-    """
-
-    def __init__(self, *, mode: str, stream=None):
-        self.stream = sys.stderr if stream is None else stream
-        self.enabled = mode == "always" or (
-            mode == "auto" and self.stream is not None and self.stream.isatty()
-        )
-        self.delay = 0.0 if mode == "always" else _PROGRESS_AFTER_SECONDS
-        self.started = time.monotonic()
-        self.stage, self.total, self.done, self.drawn = "", 0, 0, False
-        self.unit = "batches"
-        self._lock = threading.Lock()
-        self._closed = threading.Event()
-        self._redrawing: threading.Thread | None = None
-
-    def begin(self, stage: str, total: int = 0, *, unit: str = "batches") -> None:
-        """Start a stage of ``total`` steps (none: only its time is shown), in batches or bytes."""
-        with self._lock:
-            self.stage, self.total, self.done, self.unit = stage, total, 0, unit
-            self.started = time.monotonic()
-            self._draw()
-        if self.enabled and self._redrawing is None and not self._closed.is_set():
-            self._redrawing = threading.Thread(
-                target=self._redraw, name="lodestar-progress", daemon=True
-            )
-            self._redrawing.start()
-
-    def __call__(self, done: int, total: int) -> None:
-        with self._lock:
-            self.done, self.total = done, total
-            self._draw()
-
-    def _redraw(self) -> None:
-        while not self._closed.wait(_PROGRESS_REDRAW_SECONDS):
-            with self._lock:
-                self._draw()
-
-    def _draw(self) -> None:
-        elapsed = time.monotonic() - self.started
-        if not self.enabled or elapsed < self.delay:
-            return
-        line = f"{self.stage} {elapsed:.1f} s"
-        if self.total:
-            filled = round(30 * self.done / max(self.total, 1))
-            count = f"{self.done}/{self.total} batches"
-            if self.unit == "bytes":
-                count = _byte_counts(self.done, self.total)
-            line = f"{self.stage} [{'#' * filled}{'.' * (30 - filled)}] {count}, {elapsed:.1f} s"
-        self.stream.write(f"\r{line}\033[K")
-        self.stream.flush()
-        self.drawn = True
-        global _drawn_progress
-        _drawn_progress = self
-
-    def end_line(self) -> None:
-        """End the drawn line, so that a note printed next starts on its own line."""
-        with self._lock:
-            if self.drawn:
-                self.stream.write("\n")
-                self.stream.flush()
-                self.drawn = False
-
-    def close(self) -> None:
-        self._closed.set()
-        self.end_line()
-
-
-def _byte_counts(done: int, total: int) -> str:
-    """``done/total`` in the unit of ``total``: ``120.3/376.7 MB``."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if total >= scale:
-            return f"{done / scale:.1f}/{total / scale:.1f} {unit}"
-    return f"{done}/{total} B"
-
-
-# The progress line last drawn, which _note ends before it prints.
-_drawn_progress: _Progress | None = None
 
 
 def _example_paths() -> tuple[str, str]:
@@ -425,13 +330,6 @@ def _split_measures(argv: list[str]) -> list[str]:
     return out
 
 
-def _note(message: str) -> None:
-    if _drawn_progress is not None:
-        _drawn_progress.end_line()
-    if sys.stderr is not None:
-        print(f"lodestar: {message}", file=sys.stderr)
-
-
 def _note_dropped(joined: _join.Joined, complete: bool) -> None:
     """Say which queries are not evaluated, so that no data is dropped silently."""
 
@@ -441,14 +339,14 @@ def _note_dropped(joined: _join.Joined, complete: bool) -> None:
 
     if joined.missing_from_qrels:
         count = len(joined.missing_from_qrels)
-        _note(
+        _terminal.note(
             f"{count} run quer{'y' if count == 1 else 'ies'} without judgments "
             f"not evaluated: {listed(joined.missing_from_qrels)}"
         )
     if joined.missing_from_run:
         count = len(joined.missing_from_run)
         what = "scores 0 (-c)" if complete else "is not evaluated (see -c)"
-        _note(
+        _terminal.note(
             f"{count} judged quer{'y' if count == 1 else 'ies'} missing from the run "
             f"{what}: {listed(joined.missing_from_run)}"
         )
@@ -660,7 +558,7 @@ def _requests(args) -> list[_names.Request]:
     return requests
 
 
-def _open(path: str, reader, progress: _Progress):
+def _open(path: str, reader, progress: _terminal.Progress):
     """``reader(path)``, with its reading and parsing on the progress line, in bytes."""
     stage = ""
 
@@ -744,7 +642,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
     progress = _start(args, out)
-    _start_loading_jax()
+    _startup.start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
         _check_err_ceiling(qrels, requests, args.err_max_label)
@@ -767,7 +665,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             tie_range=args.tie_range,
             docno_rank=not args.json and any(r.family == "relstring" for r in requests),
             progress=progress,
-            ready=_jax_loaded(progress, "evaluating"),
+            ready=_startup.jax_loaded(progress, "evaluating"),
         )
         if groups:
             pairs = joined
@@ -775,7 +673,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             if extremes is not None and _groups.shares_a_query(pairs):
                 # Each group's extremes come from its own order of the ties;
                 # their mean bounds the query's range but need not reach it.
-                _note(
+                _terminal.note(
                     "--tie-range gives no range under -R qrels_jg when a query has more "
                     "than one judgment group: one order of the ties need not give every "
                     "group its smallest or largest value"
@@ -826,7 +724,7 @@ def _note_measures_without_tie_range(requests) -> None:
     """Name the measures that ``--tie-range`` gives no range, and why."""
     names = [r.name for r in _names.measures(requests) if not _evaluate.has_tie_range(r)]
     if names:
-        _note(
+        _terminal.note(
             f"--tie-range gives no range for {', '.join(names)}: no order of the ties is "
             "known to give their smallest and largest values"
         )
@@ -851,7 +749,7 @@ def _check_plotting() -> None:
         raise UsageError(_plots.MISSING)
 
 
-def _start(args, out) -> _Progress:
+def _start(args, out) -> _terminal.Progress:
     """The progress line of evaluate and compare, once what would fail late is refused.
 
     Without matplotlib for ``--plot``, or with standard output closed, the
@@ -861,10 +759,12 @@ def _start(args, out) -> _Progress:
         _check_plotting()
     if out is None:
         raise OSError("standard output is closed; there is nowhere to write the results")
-    return _Progress(mode=args.progress)
+    return _terminal.Progress(mode=args.progress)
 
 
-def _read_qrels(args, definitions: _evaluate.Definitions, progress: _Progress) -> _read.TrecFile:
+def _read_qrels(
+    args, definitions: _evaluate.Definitions, progress: _terminal.Progress
+) -> _read.TrecFile:
     """The qrels of ``args``, refused if a relevance does not suit ``definitions``."""
     reader = functools.partial(_read.read_qrels, judgment_groups=_judgment_groups(args))
     qrels = _open(args.qrels, reader, progress)
@@ -908,7 +808,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         raise UsageError("compare needs at least one measure")
     definitions = _definitions(args)
     progress = _start(args, out)
-    _start_loading_jax()
+    _startup.start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
         runs = []
@@ -927,7 +827,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
                 definitions,
                 complete=args.complete,
                 progress=progress,
-                ready=_jax_loaded(progress, f"evaluating {name}"),
+                ready=_startup.jax_loaded(progress, f"evaluating {name}"),
             )
             evaluated[name] = (joined.query_ids, values)
         common = set.intersection(*(set(ids) for ids, _ in evaluated.values()))
@@ -1065,114 +965,22 @@ def main(argv: list[str] | None = None) -> int:
             return _run_compare(args, sys.stdout)
         return _run_evaluate(args, sys.stdout)
     except UsageError as error:
-        _note(f"error: {error}")
+        _terminal.note(f"error: {error}")
         command = "compare" if argv[:1] == ["compare"] else "evaluate"
-        _note(f"see 'lodestar {command} --help'")
+        _terminal.note(f"see 'lodestar {command} --help'")
         return 2
     except (ValueError, OSError) as error:
-        _note(f"error: {error}")
+        _terminal.note(f"error: {error}")
         return 1
     except MemoryError as error:
-        _note(f"error: out of memory{f': {error}' if str(error) else ''}")
+        _terminal.note(f"error: out of memory{f': {error}' if str(error) else ''}")
         return 1
     except RuntimeError as error:
         # XLA's allocator, out of memory on the device or the host.
         if "RESOURCE_EXHAUSTED" not in str(error):
             raise
-        _note(f"error: out of memory: {str(error).splitlines()[0]}")
+        _terminal.note(f"error: out of memory: {str(error).splitlines()[0]}")
         return 1
-
-
-def _configure_jax() -> None:
-    """What the program sets for its whole process (a library never does).
-
-    Float64 for every computation, process-wide rather than by JAX's
-    thread-local context manager; and JAX's persistent compilation cache in
-    the user's cache directory, so that a second evaluation of a run of the
-    same shape compiles nothing (``LODESTAR_COMPILATION_CACHE=0`` turns it
-    off, ``LODESTAR_COMPILATION_CACHE=DIR`` moves it).
-    """
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    if jax.config.values["jax_compilation_cache_dir"]:
-        return
-    # A cache that cannot be written would make JAX warn at every compilation
-    # (a read-only home, a path through a file): the program compiles without
-    # it, and says so only where the user named the directory.
-    if evaluation.use_compilation_cache() is None:
-        setting = os.environ.get(evaluation.CACHE_VARIABLE, "")
-        if setting not in ("", "0"):
-            _note(f"LODESTAR_COMPILATION_CACHE={setting!r} cannot be written; compiling without it")
-
-
-# The program (console) loads JAX on a thread while it reads the files; main()
-# called from Python does not.
-_load_in_background = False
-_loader: threading.Thread | None = None
-
-
-class _WithoutPandas:
-    """An import hook under which ``import pandas`` fails, for the program's own process.
-
-    pyarrow imports pandas, where installed, the first time it builds an array
-    (to recognise pandas objects): a second or more of start-up that the
-    command line, which never uses pandas, would pay on every run. Told that
-    pandas cannot be imported, pyarrow works without it.
-    """
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError("the lodestar program does not use pandas", name=name)
-        return None
-
-
-def _load_jax() -> None:
-    """Import and configure JAX and lodestar's kernels, and warm up tracing.
-
-    Run on a thread by :func:`_start_loading_jax`, once the command line is
-    parsed and before the files are read. From then until the evaluation's
-    ``ready`` hook, the main thread imports no module that imports JAX: two
-    threads importing one package can deadlock on its submodules' import
-    locks, and CPython then fails one of the imports
-    (``tests/test_cli_startup.py`` checks this for every command). Tracing
-    and lowering a small function here makes JAX's one-time set-up (the
-    backend, MLIR's context and dialects) before the main thread needs it.
-    """
-    try:
-        _configure_jax()
-        import jax
-        import numpy as np
-
-        from lodestar.metrics import _kernel  # noqa: F401
-
-        jax.jit(lambda x: x + 1).trace(np.zeros(1)).lower()
-    except Exception:  # noqa: BLE001 - the main thread imports again and reports it
-        pass
-
-
-def _start_loading_jax() -> None:
-    """Start :func:`_load_jax` on its thread, in the program (console) only."""
-    global _loader
-    if _load_in_background and _loader is None:
-        _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
-        _loader.start()
-
-
-def _jax_loaded(progress: _Progress, stage: str):
-    """A ``ready`` hook for the evaluation: wait for the loader thread, then go on with ``stage``.
-
-    The files are read, joined and the first batch padded while JAX loads;
-    the evaluation waits here before its first kernel.
-    """
-
-    def ready() -> None:
-        if _loader is not None and _loader.is_alive():
-            progress.begin("loading JAX")
-            _loader.join()
-            progress.begin(stage)
-
-    return ready
 
 
 def console() -> None:
@@ -1192,7 +1000,6 @@ def console() -> None:
     """
     import signal
 
-    global _load_in_background
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     # Ctrl-C raises as before, and is remembered, so that the long loops raise
@@ -1202,9 +1009,9 @@ def console() -> None:
         signal.signal(signal.SIGINT, _interrupt.note_interrupt)
         sys.unraisablehook = _interrupt.quiet_swallowed_interrupt
     if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _WithoutPandas())
+        sys.meta_path.insert(0, _startup.WithoutPandas())
     try:
-        _load_in_background = True
+        _startup.load_in_background()
         # Flushing is inside: the results can still be waiting on a full pipe
         # when Ctrl-C comes.
         status = _flushed(main())
@@ -1215,7 +1022,7 @@ def console() -> None:
             raise
         # A second Ctrl-C while the note is written must not end in a traceback.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        _note("interrupted")
+        _terminal.note("interrupted")
         status = _flushed(130, results=False)
     # The program ends with os._exit once its streams are flushed. Ending the
     # interpreter normally frees the run's arrays and JAX's modules one by
@@ -1240,7 +1047,7 @@ def _flushed(status: int, *, results: bool = True) -> int:
         if results and sys.stdout is not None:
             sys.stdout.flush()
     except OSError as error:
-        _note(f"error: cannot write the results: {error.strerror or error}")
+        _terminal.note(f"error: cannot write the results: {error.strerror or error}")
         status = status or 1
     try:
         if sys.stderr is not None:

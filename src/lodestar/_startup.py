@@ -1,0 +1,117 @@
+"""The ``lodestar`` program's start: JAX loaded on a thread while the files are read.
+
+The program (:func:`lodestar.cli.console`) imports and configures JAX and
+lodestar's kernels on a thread (:func:`start_loading_jax`) while the main
+thread reads and joins the files, and the evaluation waits for it before its
+first kernel (:func:`jax_loaded`). It also sets what only a program may set
+for its whole process (:func:`configure_jax`), and keeps pyarrow from
+importing pandas (:class:`WithoutPandas`). :func:`lodestar.cli.main` called
+from Python loads nothing in the background.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from lodestar import _terminal, evaluation
+
+
+def configure_jax() -> None:
+    """What the program sets for its whole process (a library never does).
+
+    Float64 for every computation, process-wide rather than by JAX's
+    thread-local context manager; and JAX's persistent compilation cache in
+    the user's cache directory, so that a second evaluation of a run of the
+    same shape compiles nothing (``LODESTAR_COMPILATION_CACHE=0`` turns it
+    off, ``LODESTAR_COMPILATION_CACHE=DIR`` moves it).
+    """
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    if jax.config.values["jax_compilation_cache_dir"]:
+        return
+    # A cache that cannot be written would make JAX warn at every compilation
+    # (a read-only home, a path through a file): the program compiles without
+    # it, and says so only where the user named the directory.
+    if evaluation.use_compilation_cache() is None:
+        setting = os.environ.get(evaluation.CACHE_VARIABLE, "")
+        if setting not in ("", "0"):
+            _terminal.note(
+                f"LODESTAR_COMPILATION_CACHE={setting!r} cannot be written; compiling without it"
+            )
+
+
+# The program (console) loads JAX on a thread while it reads the files; main()
+# called from Python does not.
+_load_in_background = False
+_loader: threading.Thread | None = None
+
+
+def load_in_background() -> None:
+    """Let :func:`start_loading_jax` start its thread: the program's own process only."""
+    global _load_in_background
+    _load_in_background = True
+
+
+class WithoutPandas:
+    """An import hook under which ``import pandas`` fails, for the program's own process.
+
+    pyarrow imports pandas, where installed, the first time it builds an array
+    (to recognise pandas objects): a second or more of start-up that the
+    command line, which never uses pandas, would pay on every run. Told that
+    pandas cannot be imported, pyarrow works without it.
+    """
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("the lodestar program does not use pandas", name=name)
+        return None
+
+
+def _load_jax() -> None:
+    """Import and configure JAX and lodestar's kernels, and warm up tracing.
+
+    Run on a thread by :func:`start_loading_jax`, once the command line is
+    parsed and before the files are read. From then until the evaluation's
+    ``ready`` hook, the main thread imports no module that imports JAX: two
+    threads importing one package can deadlock on its submodules' import
+    locks, and CPython then fails one of the imports
+    (``tests/test_cli_startup.py`` checks this for every command). Tracing
+    and lowering a small function here makes JAX's one-time set-up (the
+    backend, MLIR's context and dialects) before the main thread needs it.
+    """
+    try:
+        configure_jax()
+        import jax
+        import numpy as np
+
+        from lodestar.metrics import _kernel  # noqa: F401
+
+        jax.jit(lambda x: x + 1).trace(np.zeros(1)).lower()
+    except Exception:  # noqa: BLE001 - the main thread imports again and reports it
+        pass
+
+
+def start_loading_jax() -> None:
+    """Start :func:`_load_jax` on its thread, in the program (console) only."""
+    global _loader
+    if _load_in_background and _loader is None:
+        _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
+        _loader.start()
+
+
+def jax_loaded(progress: _terminal.Progress, stage: str):
+    """A ``ready`` hook for the evaluation: wait for the loader thread, then go on with ``stage``.
+
+    The files are read, joined and the first batch padded while JAX loads;
+    the evaluation waits here before its first kernel.
+    """
+
+    def ready() -> None:
+        if _loader is not None and _loader.is_alive():
+            progress.begin("loading JAX")
+            _loader.join()
+            progress.begin(stage)
+
+    return ready
