@@ -84,6 +84,132 @@ def test_every_source_gives_the_command_lines_values_bitwise(tmp_path, capsys, i
         assert list(result.query_ids) == list(cli["per_query"])
 
 
+# Options of the command line that shape only its output, with no Python
+# keyword: an Evaluation or a Comparison holds every value, and prints nothing.
+PRESENTATION_ONLY = {
+    "help",
+    "qrels",  # a positional argument of both
+    "run",
+    "runs",
+    "per_query",  # Evaluation.per_query holds them
+    "json",  # Evaluation and Comparison.to_dict()
+    "plot",
+    "example",
+    "progress",
+    "format",  # Comparison.format()
+}
+# An option whose Python keyword says what it means rather than trec_eval's letter.
+KEYWORD_OF = {"rel_format": "judgment_groups"}
+
+
+def _cli_options(command):
+    import argparse
+
+    from lodestar import cli
+
+    parser = cli._parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {action.dest: action for action in commands.choices[command]._actions}
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_every_option_of_the_command_has_its_python_keyword(command):
+    import inspect
+
+    function = lodestar.evaluate if command == "evaluate" else lodestar.compare
+    keywords = inspect.signature(function).parameters
+    options = _cli_options(command)
+    missing = [
+        dest
+        for dest in options
+        if dest not in PRESENTATION_ONLY and KEYWORD_OF.get(dest, dest) not in keywords
+    ]
+    assert not missing, f"{command}: options without a keyword of lodestar.{command}: {missing}"
+    # Defaults agree where both have one (the measures default is the
+    # command's own list: None in Python, expanded the same way).
+    for dest, action in options.items():
+        keyword = KEYWORD_OF.get(dest, dest)
+        if dest in PRESENTATION_ONLY or dest == "measures" or keyword not in keywords:
+            continue
+        default = keywords[keyword].default
+        if dest == "rel_format":
+            assert (action.default == "qrels_jg") is default
+        else:
+            assert action.default == default or (action.default is False and default is False), (
+                command,
+                dest,
+                action.default,
+                default,
+            )
+
+
+def test_the_definitions_options_give_the_command_lines_values_bitwise(tmp_path, capsys):
+    qrels, run = generate(5)
+    # Scores apart by less than float32 can tell: --single-precision ties them.
+    close = {q: {d: 0.5 + i * 1e-12 for i, d in enumerate(docs)} for q, docs in run.items()}
+    measures = ["map", "P@5", "err@10", "utility.1,-1,0,0.5", "ndcg"]
+    cases = [
+        (run, ["-J"], {"judged_only": True}),
+        (run, ["-N", "500"], {"num_documents": 500}),
+        (run, ["--err-max-label", "6"], {"err_max_label": 6.0}),
+        (close, ["--single-precision"], {"single_precision": True}),
+        (
+            run,
+            ["-J", "--trec-eval", "-l", "2"],
+            {"judged_only": True, "trec_eval": True, "relevance_level": 2},
+        ),
+    ]
+    for index, (ranking, flags, keywords) in enumerate(cases):
+        directory = tmp_path / str(index)
+        directory.mkdir()
+        paths = write_trec(directory, qrels, ranking)
+        assert main(["evaluate", *paths, "-m", *measures, "-q", "--json", *flags]) == 0
+        cli = json.loads(capsys.readouterr().out)
+        got = lodestar.evaluate(*paths, measures, **keywords)
+        assert got.per_query == cli["per_query"], flags
+        assert got.mean == cli["mean"], flags
+        plain = lodestar.evaluate(*paths, measures)
+        assert got.mean != plain.mean, f"{flags} changed nothing: the case tests nothing"
+        for name, value in keywords.items():
+            assert got.options[name] == value
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        (
+            {"judged_only": True, "max_documents": 5},
+            ValueError,
+            "judged_only and max_documents together are not supported; give one of them",
+        ),
+        (
+            {"num_documents": -1},
+            lodestar.InvalidParameterError,
+            "The 'num_documents' parameter of evaluate must be an int in the range [0, inf)",
+        ),
+        (
+            {"err_max_label": 0.0},
+            lodestar.InvalidParameterError,
+            "The 'err_max_label' parameter of evaluate must be a float in the range (0.0, inf)",
+        ),
+        (
+            {"judgment_groups": 1},
+            lodestar.InvalidParameterError,
+            "The 'judgment_groups' parameter of evaluate must be an instance of 'bool'",
+        ),
+        (
+            {"single_precision": "yes"},
+            lodestar.InvalidParameterError,
+            "The 'single_precision' parameter of evaluate must be an instance of 'bool'",
+        ),
+    ],
+)
+def test_the_definitions_options_are_checked(options, error, message):
+    qrels, run = generate(6)
+    with pytest.raises(error, match=re.escape(message)):
+        lodestar.evaluate(qrels, run, ["map"], **options)
+
+
 def test_complete_and_the_query_conventions(tmp_path):
     qrels = {"a": {"d1": 1}, "b": {"d2": 1}, "c": {"d3": 0}}
     run = {"a": {"d1": 0.5}, "b": {"d9": 0.5}, "z": {"d1": 0.5}}
@@ -174,11 +300,18 @@ def test_options_are_checked_in_scikit_learns_words(function, options, error, me
             lodestar.compare(qrels, {"a": run, "b": run}, ["map"], **options)
 
 
-@pytest.mark.parametrize("measures", [None, 3, ["map", None]])
+@pytest.mark.parametrize("measures", [3, ["map", None]])
 def test_measures_must_be_names(measures):
     qrels, run = generate(43)
     with pytest.raises(TypeError, match="measures must be a measure name or a sequence of them"):
         lodestar.evaluate(qrels, run, measures)
+
+
+def test_no_measures_are_the_command_lines_default_six():
+    qrels, run = generate(43)
+    got = lodestar.evaluate(qrels, run)
+    assert list(got.mean) == ["ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100"]
+    assert got.mean == lodestar.evaluate(qrels, run, list(got.mean)).mean
 
 
 def test_a_bytes_path_is_a_path(tmp_path):

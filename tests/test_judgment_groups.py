@@ -16,6 +16,7 @@ import json
 import numpy as np
 import pytest
 
+import lodestar
 from lodestar._trec import read
 from lodestar.cli import main
 
@@ -96,9 +97,9 @@ def test_tie_range_is_given_only_where_each_query_has_one_group(tmp_path, capsys
     captured = capsys.readouterr()
     assert "tie_range" not in json.loads(captured.out)
     assert (
-        "lodestar: --tie-range gives no range under -R qrels_jg when a query has more than "
-        "one judgment group: one order of the ties need not give every group its smallest "
-        "or largest value\n"
+        "lodestar: --tie-range: no tie range is given under judgment groups when a query has "
+        "more than one: one order of the ties need not give every group its smallest or "
+        "largest value\n"
     ) in captured.err
     # One group per query: the group's own range, exact.
     alone = per_group[0]
@@ -110,6 +111,72 @@ def test_tie_range_is_given_only_where_each_query_has_one_group(tmp_path, capsys
     assert got["per_query"]["q0"]["map_avgjg"] == want["per_query"]["q0"]["map"]
     assert got["mean"]["P_avgjg_5"] == want["mean"]["P_5"]
     assert got["mean"]["map_avgjg"][0] < got["mean"]["map_avgjg"][1]
+
+
+def _records(qrels_jg):
+    """The qrels_jg file's judgments as (qid, group, docno, relevance) rows."""
+    rows = [line.split() for line in qrels_jg.read_text().splitlines()]
+    return [(q, g, d, int(r)) for q, g, d, r in rows]
+
+
+def test_lodestar_evaluate_takes_judgment_groups_from_every_source(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    run, qrels_jg, _ = _files(tmp_path, 6)
+    want = _per_query(capsys, ["-R", "qrels_jg", *AVERAGED, str(qrels_jg), str(run)])
+    measures = [m for m in AVERAGED if m != "-m"]
+    rows = _records(qrels_jg)
+    nested: dict = {}
+    for q, g, d, r in rows:
+        nested.setdefault(q, {}).setdefault(g, {})[d] = r
+    columns = zip(*rows, strict=True)
+    table = pa.table(dict(zip(["q_id", "group", "doc_id", "relevance"], columns, strict=True)))
+    for name, qrels in (("path", str(qrels_jg)), ("dict", nested), ("arrow", table)):
+        got = lodestar.evaluate(qrels, str(run), measures, judgment_groups=True)
+        assert got.per_query == want, name
+    # Without the measures, the averaged set; without the switch, refused.
+    assert list(lodestar.evaluate(nested, str(run), judgment_groups=True).mean) == [
+        "map_avgjg",
+        "P_avgjg_5",
+        "P_avgjg_10",
+        "P_avgjg_15",
+        "P_avgjg_20",
+        "P_avgjg_30",
+        "P_avgjg_100",
+        "P_avgjg_200",
+        "P_avgjg_500",
+        "P_avgjg_1000",
+        "Rprec_mult_avgjg_0.20",
+        "Rprec_mult_avgjg_0.40",
+        "Rprec_mult_avgjg_0.60",
+        "Rprec_mult_avgjg_0.80",
+        "Rprec_mult_avgjg_1.00",
+        "Rprec_mult_avgjg_1.20",
+        "Rprec_mult_avgjg_1.40",
+        "Rprec_mult_avgjg_1.60",
+        "Rprec_mult_avgjg_1.80",
+        "Rprec_mult_avgjg_2.00",
+    ]
+    with pytest.raises(ValueError, match=r"give judgment_groups=True, with qrels that name"):
+        lodestar.evaluate(str(qrels_jg), str(run), ["map_avgjg"])
+    with pytest.raises(ValueError, match=r"judgment_groups=True evaluates the measures averaged"):
+        lodestar.evaluate(str(qrels_jg), str(run), ["map"], judgment_groups=True)
+    with pytest.raises(ValueError, match=r"q_id, doc_id, group"):
+        lodestar.evaluate(table.drop(["group"]), str(run), measures, judgment_groups=True)
+
+
+def test_lodestar_evaluate_warns_where_groups_withhold_the_tie_range(tmp_path):
+    run, qrels_jg, per_group = _files(tmp_path, 7)
+    measures = ["map_avgjg"]
+    with pytest.warns(UserWarning, match="no tie range is given under judgment groups"):
+        got = lodestar.evaluate(
+            str(qrels_jg), str(run), measures, judgment_groups=True, tie_range=True
+        )
+    assert got.tie_range is None
+    alone = lodestar.evaluate(
+        str(per_group[0]), str(run), measures, judgment_groups=True, tie_range=True
+    )
+    low, high = alone.tie_range["map_avgjg"]
+    assert low <= alone.mean["map_avgjg"] <= high and low < high
 
 
 def test_the_group_field_is_read_the_same_by_both_readers(tmp_path):
@@ -135,7 +202,7 @@ def test_the_group_field_is_read_the_same_by_both_readers(tmp_path):
         (
             ["-m", "P_avgjg.10"],
             "P_avgjg_10 averages over judgment groups: give -R qrels_jg, with qrels that "
-            "name the group in their second field",
+            "name each judgment's group (a qrels_jg file's second field)",
         ),
         (["-R", "prefs"], "argument -R/--rel-format: invalid choice: 'prefs'"),
     ],

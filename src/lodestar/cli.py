@@ -32,7 +32,6 @@ from importlib import resources
 
 from lodestar import _interrupt, _startup, _terminal, evaluation
 from lodestar._trec import evaluate as _evaluate
-from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
@@ -540,21 +539,11 @@ def _requests(args) -> list[_names.Request]:
     groups = _judgment_groups(args)
     try:
         requests = _names.parse_all(args.measures or (["qrels_jg"] if groups else DEFAULT_MEASURES))
+        evaluation.check_measures_and_groups(
+            requests, judgment_groups=groups, option="-R qrels_jg", sets="-m qrels_jg"
+        )
     except ValueError as error:
         raise UsageError(str(error)) from None
-    for request in requests:
-        averaged = _names.over_judgment_groups(request)
-        if groups and not averaged and request.family not in ("runid", "num_q"):
-            raise UsageError(
-                f"-R qrels_jg evaluates the measures averaged over judgment groups "
-                f"(map_avgjg, P_avgjg, Rprec_mult_avgjg, or -m qrels_jg); {request.name} "
-                "is not one"
-            )
-        if averaged and not groups:
-            raise UsageError(
-                f"{request.name} averages over judgment groups: give -R qrels_jg, with "
-                "qrels that name the group in their second field"
-            )
     return requests
 
 
@@ -645,43 +634,25 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
     _startup.start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
-        _check_err_ceiling(qrels, requests, args.err_max_label)
         run = _open(args.run, _read.read_run, progress)
-        if args.single_precision:
-            _check_single_precision(run)
-        groups = _judgment_groups(args)
-        if groups:
-            run = _groups.expand_run(run, qrels)
         progress.begin("evaluating")
         if args.tie_range:
             _note_measures_without_tie_range(requests)
-        joined, results, extremes = evaluation.run_joined(
+        joined, results, extremes, withheld = evaluation.run_joined(
             qrels,
             run,
             requests,
             definitions,
             complete=args.complete,
+            judgment_groups=_judgment_groups(args),
             single_precision=args.single_precision,
             tie_range=args.tie_range,
             docno_rank=not args.json and any(r.family == "relstring" for r in requests),
             progress=progress,
             ready=_startup.jax_loaded(progress, "evaluating"),
         )
-        if groups:
-            pairs = joined
-            joined, results = _groups.average_over_groups(pairs, results)
-            if extremes is not None and _groups.shares_a_query(pairs):
-                # Each group's extremes come from its own order of the ties;
-                # their mean bounds the query's range but need not reach it.
-                _terminal.note(
-                    "--tie-range gives no range under -R qrels_jg when a query has more "
-                    "than one judgment group: one order of the ties need not give every "
-                    "group its smallest or largest value"
-                )
-                extremes = None
-            elif extremes is not None:
-                low, high = (_groups.average_over_groups(pairs, e)[1] for e in extremes)
-                extremes = (low, high)
+        if withheld is not None:
+            _terminal.note(f"--tie-range: {withheld}")
         _note_dropped(joined, args.complete)
     finally:
         progress.close()
@@ -820,7 +791,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         evaluated = {}
         for name, run in zip(names, runs, strict=True):
             progress.begin(f"evaluating {name}")
-            joined, values, _ = evaluation.run_joined(
+            joined, values, *_ = evaluation.run_joined(
                 qrels,
                 run,
                 requests,
@@ -892,48 +863,6 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         }
         _plots.per_topic_differences(args.plot, panels)
     return 0
-
-
-def _refuse_first(file: _read.TrecFile, offending, describe) -> None:
-    """Refuse the first record where ``offending`` holds, naming its line."""
-    import numpy as np
-
-    if offending.any():
-        at = int(np.argmax(offending))
-        raise _read.refuse(file.path, file.line(at), describe(file.values[at]))
-
-
-def _check_err_ceiling(qrels: _read.TrecFile, requests, ceiling: float | None) -> None:
-    """Refuse an ERR top grade below a relevance of the qrels, naming its line.
-
-    ERR's stopping probability of a grade above the top one would exceed 1.
-    """
-    if ceiling is None or not any(
-        r.measure is not None and r.measure.key == "err" for r in requests
-    ):
-        return
-    _refuse_first(
-        qrels,
-        qrels.values > ceiling,
-        lambda value: (
-            f"relevance {value} is above ERR's top grade {ceiling:g} "
-            "(--err-max-label); give a top grade at least as large as every relevance"
-        ),
-    )
-
-
-def _check_single_precision(run: _read.TrecFile) -> None:
-    """Refuse a score that float32 cannot hold, naming its line."""
-    import numpy as np
-
-    _refuse_first(
-        run,
-        np.abs(run.values) > np.finfo(np.float32).max,
-        lambda value: (
-            f"score {float(value)!r} does not fit in single precision "
-            "(--single-precision rounds scores to float32, whose largest value is about 3.4e38)"
-        ),
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

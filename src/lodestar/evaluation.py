@@ -34,12 +34,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from lodestar._trec import evaluate as _evaluate
+from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
@@ -127,46 +129,168 @@ def _text(qid: bytes) -> str:
     return qid.decode("utf-8", "surrogateescape")
 
 
-def _columns(table, *, qrels: bool, name: str):
-    """(qids, docnos, values) of a DataFrame or Arrow table with ranx's column names."""
+def _columns(table, *, qrels: bool, name: str, groups: bool = False):
+    """(qids, docnos, values) of a DataFrame or Arrow table with ranx's column names.
+
+    With ``groups`` the table names each judgment's group in a ``group``
+    column, and each query id is the pair ``qid jg``.
+    """
     columns = list(table.column_names) if hasattr(table, "column_names") else list(table.columns)
     wanted = ("relevance", "score") if qrels else ("score",)
     value = next((c for c in wanted if c in columns), None)
-    if "q_id" not in columns or "doc_id" not in columns or value is None:
+    needed = ("q_id", "doc_id", "group") if groups else ("q_id", "doc_id")
+    if any(c not in columns for c in needed) or value is None:
         raise ValueError(
-            f"{name} needs columns q_id, doc_id and {' or '.join(wanted)}; got {columns}"
+            f"{name} needs columns {', '.join(needed)} and {' or '.join(wanted)}; got {columns}"
         )
     if hasattr(table, "column_names"):  # pyarrow
-        return (table.column(c).to_pylist() for c in ("q_id", "doc_id", value))
-    return (table[c].tolist() for c in ("q_id", "doc_id", value))
+        qids, docnos, values, *group = (
+            table.column(c).to_pylist() for c in (*needed[:2], value, *needed[2:])
+        )
+    else:
+        qids, docnos, values, *group = (
+            table[c].tolist() for c in (*needed[:2], value, *needed[2:])
+        )
+    if groups:
+        qids = [_group_pair(q, g) for q, g in zip(qids, group[0], strict=True)]
+    return qids, docnos, values
 
 
-def _load(source, *, qrels: bool) -> _read.TrecFile:
-    """A qrels or run from a path, nested dicts, a DataFrame or an Arrow table."""
+def _group_pair(qid, group) -> bytes:
+    """A judgment group's query as the qrels_jg reader names it: ``qid jg``."""
+    parts = [_read.identifier(x, what="query ids and judgment groups") for x in (qid, group)]
+    if any(part.split() != [part] for part in parts):
+        raise ValueError(
+            f"qrels: a query id or judgment group holds whitespace or is empty: {qid!r}, {group!r}"
+        )
+    return b" ".join(parts)
+
+
+def _load(source, *, qrels: bool, judgment_groups: bool = False) -> _read.TrecFile:
+    """A qrels or run from a path, nested dicts, a DataFrame or an Arrow table.
+
+    With ``judgment_groups`` the qrels name each judgment's group: a qrels_jg
+    file, ``{qid: {group: {docno: relevance}}}``, or a table with a ``group``
+    column.
+    """
     kind = "qrels" if qrels else "run"
+    groups = judgment_groups and qrels
     if isinstance(source, bytes):
         source = os.fsdecode(source)  # a path in the file system's encoding
     if isinstance(source, str | os.PathLike):
-        return _read.read_qrels(source) if qrels else _read.read_run(source)
+        return _read.read_qrels(source, judgment_groups=groups) if qrels else _read.read_run(source)
     if isinstance(source, Mapping):
         qids, docnos, values = [], [], []
         for qid, documents in source.items():
-            if not isinstance(documents, Mapping):
-                raise TypeError(
-                    f"a {kind} dict maps each query id to a dict of document ids; "
-                    f"query {qid!r} maps to {type(documents).__name__}"
-                )
-            for docno, value in documents.items():
-                qids.append(qid)
-                docnos.append(docno)
-                values.append(value)
+            judged = documents.items() if groups and isinstance(documents, Mapping) else None
+            inner = [(qid, documents)] if judged is None else judged
+            for group, documents in inner:
+                if not isinstance(documents, Mapping):
+                    shape = "a dict of groups, each a dict" if groups else "a dict"
+                    raise TypeError(
+                        f"a {kind} dict maps each query id to {shape} of document ids; "
+                        f"query {qid!r} maps to {type(documents).__name__}"
+                    )
+                name = _group_pair(qid, group) if groups else qid
+                for docno, value in documents.items():
+                    qids.append(name)
+                    docnos.append(docno)
+                    values.append(value)
         return _read.from_records(kind, qids, docnos, values, qrels=qrels)
     if hasattr(source, "column_names") or hasattr(source, "columns"):
-        qids, docnos, values = _columns(source, qrels=qrels, name=kind)
+        qids, docnos, values = _columns(source, qrels=qrels, name=kind, groups=groups)
         return _read.from_records(kind, list(qids), list(docnos), list(values), qrels=qrels)
     raise TypeError(
         f"{kind} must be a path, a dict, a pandas DataFrame or a pyarrow Table; "
         f"got {type(source).__name__}"
+    )
+
+
+class Evaluated(NamedTuple):
+    """What :func:`run_joined` gives the command line and :func:`evaluate`.
+
+    Attributes:
+      joined: The :class:`~lodestar._trec.join.Joined` lists, named by query
+        (by ``qid jg`` pair under judgment groups: the lists stay per pair).
+      values: The per-query values per request name.
+      extremes: With ``tie_range``, the pair ``(low, high)`` of per-query
+        values of the measures that have a range; else None.
+      withheld: Why no range is given although ``tie_range`` asked for one,
+        or None.
+    """
+
+    joined: _join.Joined
+    values: dict[str, np.ndarray]
+    extremes: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None
+    withheld: str | None = None
+
+
+NO_RANGE_OVER_GROUPS = (
+    "no tie range is given under judgment groups when a query has more than one: one "
+    "order of the ties need not give every group its smallest or largest value"
+)
+
+
+def check_measures_and_groups(requests, *, judgment_groups: bool, option: str, sets: str):
+    """Refuse a measure that does not suit the qrels' format.
+
+    Under judgment groups only the measures averaged over them are evaluated;
+    without them those measures have nothing to average. ``option`` names
+    the switch (``-R qrels_jg``, ``judgment_groups=True``) and ``sets`` the
+    set of all three (``-m qrels_jg``).
+
+    Raises:
+      ValueError: as described, naming the measure.
+    """
+    for request in requests:
+        averaged = _names.over_judgment_groups(request)
+        if judgment_groups and not averaged and request.family not in ("runid", "num_q"):
+            raise ValueError(
+                f"{option} evaluates the measures averaged over judgment groups "
+                f"(map_avgjg, P_avgjg, Rprec_mult_avgjg, or {sets}); {request.name} is not one"
+            )
+        if averaged and not judgment_groups:
+            raise ValueError(
+                f"{request.name} averages over judgment groups: give {option}, with qrels "
+                "that name each judgment's group (a qrels_jg file's second field)"
+            )
+
+
+def _refuse_first(file: _read.TrecFile, offending, describe) -> None:
+    """Refuse the first record where ``offending`` holds, naming its line."""
+    if offending.any():
+        at = int(np.argmax(offending))
+        raise _read.refuse(file.path, file.line(at), describe(file.values[at]))
+
+
+def _check_err_ceiling(qrels: _read.TrecFile, requests, ceiling: float | None) -> None:
+    """Refuse an ERR top grade below a relevance of the qrels, naming its line.
+
+    ERR's stopping probability of a grade above the top one would exceed 1.
+    """
+    if ceiling is None or not any(
+        r.measure is not None and r.measure.key == "err" for r in requests
+    ):
+        return
+    _refuse_first(
+        qrels,
+        qrels.values > ceiling,
+        lambda value: (
+            f"relevance {value} is above ERR's top grade {ceiling:g} "
+            "(--err-max-label); give a top grade at least as large as every relevance"
+        ),
+    )
+
+
+def _check_single_precision(run: _read.TrecFile) -> None:
+    """Refuse a score that float32 cannot hold, naming its line."""
+    _refuse_first(
+        run,
+        np.abs(run.values) > np.finfo(np.float32).max,
+        lambda value: (
+            f"score {float(value)!r} does not fit in single precision "
+            "(--single-precision rounds scores to float32, whose largest value is about 3.4e38)"
+        ),
     )
 
 
@@ -177,26 +301,32 @@ def run_joined(
     definitions: _evaluate.Definitions,
     *,
     complete: bool,
+    judgment_groups: bool = False,
     single_precision: bool = False,
     tie_range: bool = False,
     docno_rank: bool = False,
     progress=None,
     ready=None,
-):
-    """Join and evaluate, the steps the command line and :func:`evaluate` share.
+) -> Evaluated:
+    """Check, join and evaluate: every step the command line and :func:`evaluate` share.
 
-    ``docno_rank`` is :func:`lodestar._trec.join.join`'s; ``progress`` and
-    ``ready`` are :func:`lodestar._trec.evaluate.evaluate`'s.
-
-    Returns:
-      ``(joined, values, extremes)``: the :class:`~lodestar._trec.join.Joined`
-      lists, the per-query values per request name, and with ``tie_range``
-      the pair ``(low, high)`` of per-query values of the measures that have
-      a range (else None).
+    With ``judgment_groups`` (qrels read with their groups) the run is
+    evaluated against each group's judgments and each query's values are the
+    mean over its groups. ``docno_rank`` is
+    :func:`lodestar._trec.join.join`'s; ``progress`` and ``ready`` are
+    :func:`lodestar._trec.evaluate.evaluate`'s.
 
     Raises:
-      ValueError: the input is refused, or no query is evaluated.
+      ValueError: the input is refused (a relevance above ERR's top grade, a
+        score past float32 with ``single_precision``), or no query is
+        evaluated.
     """
+    requests = _names.measures(requests)
+    _check_err_ceiling(qrels_file, requests, definitions.err_max_label)
+    if single_precision:
+        _check_single_precision(run_file)
+    if judgment_groups:
+        run_file = _groups.expand_run(run_file, qrels_file)
     _evaluate.check_relevance(qrels_file, definitions)
     joined = _join.join(
         qrels_file,
@@ -213,14 +343,24 @@ def run_joined(
     if definitions.judged_only:
         joined = _evaluate.judged_only(joined)
     max_grade = int(qrels_file.values.max(initial=0))
-    requests = _names.measures(requests)
     values = _evaluate.evaluate(
         joined, requests, definitions, max_grade=max_grade, progress=progress, ready=ready
     )
     extremes = None
     if tie_range:
         extremes = _evaluate.evaluate_tie_range(joined, requests, definitions, max_grade=max_grade)
-    return joined, values, extremes
+    if not judgment_groups:
+        return Evaluated(joined, values, extremes)
+    pairs = joined
+    joined, values = _groups.average_over_groups(pairs, values)
+    if extremes is not None and _groups.shares_a_query(pairs):
+        # Each group's extremes come from its own order of the ties; their
+        # mean bounds the query's range but need not reach it.
+        return Evaluated(joined, values, None, NO_RANGE_OVER_GROUPS)
+    if extremes is not None:
+        low, high = (_groups.average_over_groups(pairs, e)[1] for e in extremes)
+        extremes = (low, high)
+    return Evaluated(joined, values, extremes)
 
 
 def _check_cut(relevance_level, max_documents, *, caller: str) -> tuple[int, int | None]:
@@ -233,13 +373,15 @@ def _check_cut(relevance_level, max_documents, *, caller: str) -> tuple[int, int
     )
 
 
-def _requests(measures) -> list[_names.Request]:
-    """The measures asked for.
+def _requests(measures, *, judgment_groups: bool = False) -> list[_names.Request]:
+    """The measures asked for (None: the command line's default set, or ``qrels_jg``).
 
     ``runid`` and ``num_q`` (from ``all_trec``) are the result's own, and the
     ``relstring`` line that ``all_trec`` holds is the command line's report,
     left out; ``relstring`` asked for by name is refused.
     """
+    if measures is None:
+        measures = ("qrels_jg",) if judgment_groups else DEFAULT_MEASURES
     if isinstance(measures, str):
         measures = [measures]
     if not isinstance(measures, Sequence) or not all(isinstance(m, str) for m in measures):
@@ -254,25 +396,27 @@ def _requests(measures) -> list[_names.Request]:
             "lodestar.evaluate has no value for it"
         )
     requests = _names.parse_all(measures)
-    averaged = [r.name for r in requests if _names.over_judgment_groups(r)]
-    if averaged:
-        raise ValueError(
-            f"{averaged[0]} averages over judgment groups, which lodestar.evaluate does not "
-            "read; use the command line's `lodestar evaluate -R qrels_jg`"
-        )
+    check_measures_and_groups(
+        requests, judgment_groups=judgment_groups, option="judgment_groups=True", sets="'qrels_jg'"
+    )
     return _names.measures(requests)
 
 
 def evaluate(
     qrels,
     run,
-    measures: str | Sequence[str] = DEFAULT_MEASURES,
+    measures: str | Sequence[str] | None = None,
     *,
     complete: bool = False,
     ignore_ties: bool = False,
     trec_eval: bool = False,
     relevance_level: int = 1,
     max_documents: int | None = None,
+    judged_only: bool = False,
+    judgment_groups: bool = False,
+    num_documents: int | None = None,
+    err_max_label: float | None = None,
+    single_precision: bool = False,
     tie_range: bool = False,
 ) -> Evaluation:
     """Score a run against its qrels: the command line's ``lodestar evaluate``, in Python.
@@ -283,7 +427,9 @@ def evaluate(
       run: The ranking: a path, ``{qid: {docno: score}}``, or a DataFrame or
         Arrow table (``q_id``, ``doc_id``, ``score``).
       measures: Measure names as the command line takes them (``"ndcg@10"``,
-        ``"map"``, trec_eval's ``"P.5,10"`` or ``"ndcg_cut_10"``).
+        ``"map"``, trec_eval's ``"P.5,10"`` or ``"ndcg_cut_10"``). None: the
+        command line's default six (NDCG@10, NDCG, reciprocal rank, MAP,
+        P@10, recall@100), or ``"qrels_jg"`` with ``judgment_groups``.
       complete: Evaluate every qrels query; one missing from the run scores 0
         (trec_eval's ``-c``).
       ignore_ties: Rank tied scores by descending document id, as trec_eval
@@ -295,10 +441,26 @@ def evaluate(
         judgment is at least this (trec_eval's ``-l``).
       max_documents: Only the first this many documents of each ranking count
         (trec_eval's ``-M``).
+      judged_only: Drop every unjudged retrieved document before ranking
+        (trec_eval's ``-J``); not with ``max_documents``.
+      judgment_groups: The qrels name each judgment's group (trec_eval's
+        ``-R qrels_jg``): a qrels_jg file (the group in the second field),
+        ``{qid: {group: {docno: relevance}}}``, or a table with a ``group``
+        column. Only the measures averaged over a query's groups
+        (``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg``) are evaluated;
+        each group judges the ranking on its own.
+      num_documents: The number of documents in the collection, for
+        ``utility`` (trec_eval's ``-N``).
+      err_max_label: ERR's top grade; None takes the largest relevance in
+        the qrels.
+      single_precision: Round scores to float32 first, as trec_eval up to
+        9.0.8 and pytrec_eval do.
       tie_range: Also evaluate with every tie broken to each measure's lowest
         and highest value (relevant-last and relevant-first for a measure of
         relevance; :func:`lodestar.metrics.tie_range`): how far ties can move
-        each value. ``G`` and ``infAP`` get no range.
+        each value. ``G`` and ``infAP`` get no range, and neither does any
+        measure under ``judgment_groups`` when a query has two or more groups
+        (a warning says why).
 
     Returns:
       An :class:`Evaluation`: ``.mean``, ``.per_query``, ``.to_pandas()``,
@@ -309,8 +471,10 @@ def evaluate(
         the file or source and the line or record); no query to evaluate.
       TypeError: a source of another kind, or ids that are not str, bytes
         or int; ``measures`` not a name or a sequence of names.
-      InvalidParameterError: ``relevance_level`` not an int >= 0, or
-        ``max_documents`` not None and not an int >= 1.
+      InvalidParameterError: ``relevance_level`` not an int >= 0,
+        ``max_documents`` not None and not an int >= 1, ``num_documents``
+        not None and not an int >= 0, ``err_max_label`` not None and not a
+        float in (0, inf), or a switch that is not a bool.
       OSError: a file cannot be read.
 
     Example:
@@ -325,19 +489,59 @@ def evaluate(
       Voorhees & Harman (eds.), *TREC: Experiment and Evaluation in
       Information Retrieval*, MIT Press, 2005.
     """
-    requests = _requests(measures)
-    relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller="evaluate")
+    from lodestar import _validation
+
+    caller = "evaluate"
+    switches = {
+        name: _validation.check_bool(value, name=name, caller=caller)
+        for name, value in (
+            ("complete", complete),
+            ("ignore_ties", ignore_ties),
+            ("trec_eval", trec_eval),
+            ("judged_only", judged_only),
+            ("judgment_groups", judgment_groups),
+            ("single_precision", single_precision),
+            ("tie_range", tie_range),
+        )
+    }
+    requests = _requests(measures, judgment_groups=switches["judgment_groups"])
+    relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller=caller)
+    num_documents = _validation.check_int_or_none(
+        num_documents, name="num_documents", caller=caller, low=0
+    )
+    if err_max_label is not None:
+        err_max_label = _validation.check_positive_float(
+            err_max_label, name="err_max_label", caller=caller
+        )
+    if switches["judged_only"] and max_documents is not None:
+        # trec_eval cuts at -M, then drops the unjudged; over tied scores the
+        # cut's expectation and the drop do not commute.
+        raise ValueError(
+            "judged_only and max_documents together are not supported; give one of them"
+        )
     definitions = _evaluate.Definitions(
-        trec_eval=bool(trec_eval),
-        relevance_level=int(relevance_level),
-        ignore_ties=bool(ignore_ties),
+        trec_eval=switches["trec_eval"],
+        relevance_level=relevance_level,
+        ignore_ties=switches["ignore_ties"],
         max_documents=max_documents,
+        err_max_label=err_max_label,
+        judged_only=switches["judged_only"],
+        num_documents=num_documents,
     )
-    qrels_file = _load(qrels, qrels=True)
+    qrels_file = _load(qrels, qrels=True, judgment_groups=switches["judgment_groups"])
     run_file = _load(run, qrels=False)
-    joined, values, extremes = run_joined(
-        qrels_file, run_file, requests, definitions, complete=complete, tie_range=tie_range
+    joined, values, extremes, withheld = run_joined(
+        qrels_file,
+        run_file,
+        requests,
+        definitions,
+        complete=switches["complete"],
+        judgment_groups=switches["judgment_groups"],
+        single_precision=switches["single_precision"],
+        tie_range=switches["tie_range"],
     )
+    if withheld is not None:
+        warnings.warn(withheld, UserWarning, stacklevel=2)
     tie_low, tie_high = extremes if extremes is not None else (None, None)
     return Evaluation(
         query_ids=tuple(_text(q) for q in joined.query_ids),
@@ -345,12 +549,11 @@ def evaluate(
         mean={r.name: _evaluate.aggregate(r, values[r.name]) for r in requests},
         options={
             "measures": [r.name for r in requests],
-            "complete": bool(complete),
-            "ignore_ties": bool(ignore_ties),
-            "trec_eval": bool(trec_eval),
-            "relevance_level": int(relevance_level),
+            **switches,
+            "relevance_level": relevance_level,
             "max_documents": max_documents,
-            "tie_range": bool(tie_range),
+            "num_documents": num_documents,
+            "err_max_label": err_max_label,
         },
         missing_from_run=tuple(_text(q) for q in joined.missing_from_run),
         missing_from_qrels=tuple(_text(q) for q in joined.missing_from_qrels),

@@ -408,7 +408,12 @@ def _numbers(
 # --------------------------------------------------------------------------
 
 
-def _identifier(value, *, what: str) -> bytes:
+def identifier(value, *, what: str) -> bytes:
+    """An id of an in-memory source as bytes: ``str`` in UTF-8, ``bytes``, or an integer.
+
+    Raises:
+      TypeError: ``value`` is of another type; the message names ``what``.
+    """
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
@@ -430,8 +435,8 @@ def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) ->
         record).
       TypeError: an id is of another type.
     """
-    qid_bytes = [_identifier(q, what="query ids") for q in qids]
-    docno_bytes = [_identifier(d, what="document ids") for d in docnos]
+    qid_bytes = [identifier(q, what="query ids") for q in qids]
+    docno_bytes = [identifier(d, what="document ids") for d in docnos]
     if not (len(qid_bytes) == len(docno_bytes) == len(values)):
         raise ValueError(f"{name}: query ids, document ids and values differ in length")
     raw = np.asarray(values)
@@ -449,5 +454,5 @@ def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) ->
     if qrels or runid is None:
         runid = None
     else:
-        runid = _identifier(runid, what="run ids")
+        runid = identifier(runid, what="run ids")
     return _encoded(name, qid_bytes, docno_bytes, parsed, runid, lines, b"")
