@@ -757,8 +757,6 @@ def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
 
 
 def _run_compare(args: argparse.Namespace, out) -> int:
-    import numpy as np
-
     if args.example:
         if args.qrels or args.runs:
             raise UsageError("--example compares the bundled files; give no QRELS or RUN")
@@ -788,41 +786,20 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         names = _run_names(args.runs, runs)
         if len(set(names)) != len(names):
             raise UsageError("two runs have the same name; give each run once")
-        evaluated = {}
-        for name, run in zip(names, runs, strict=True):
-            progress.begin(f"evaluating {name}")
-            joined, values, *_ = evaluation.run_joined(
-                qrels,
-                run,
-                requests,
-                definitions,
-                complete=args.complete,
-                progress=progress,
-                ready=_startup.jax_loaded(progress, f"evaluating {name}"),
-            )
-            evaluated[name] = (joined.query_ids, values)
-        common = set.intersection(*(set(ids) for ids, _ in evaluated.values()))
-        queries = sorted(common)
-        if len(queries) < 2:
-            raise ValueError(
-                f"compare needs at least 2 queries evaluated in every run; got {len(queries)}"
-            )
-        scores = {}
-        for name, (ids, values) in evaluated.items():
-            position = {q: i for i, q in enumerate(ids)}
-            rows = np.array([position[q] for q in queries])
-            scores[name] = {r.name: np.asarray(values[r.name])[rows] for r in requests}
-        progress.begin(f"testing ({args.test})")
-        from lodestar import stats  # JAX: only once the loader thread is done
-
-        comparison = stats.compare_scores(
-            scores,
+        comparison, scores, queries = evaluation.compare_joined(
+            qrels,
+            dict(zip(names, runs, strict=True)),
+            requests,
+            definitions,
+            complete=args.complete,
             test=args.test,
             alpha=args.alpha,
             correction=args.correction,
             permutations=args.permutations,
             samples=args.samples,
             seed=args.seed,
+            progress=progress,
+            ready=functools.partial(_startup.jax_loaded, progress),
         )
     finally:
         progress.close()

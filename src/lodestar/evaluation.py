@@ -626,10 +626,19 @@ def compare(
       tests for information retrieval evaluation", CIKM 2007.
       https://doi.org/10.1145/1321440.1321528
     """
-    from lodestar import stats
+    from lodestar import _validation
 
-    _requests(measures)
-    _check_cut(relevance_level, None, caller="compare")
+    caller = "compare"
+    switches = {
+        name: _validation.check_bool(value, name=name, caller=caller)
+        for name, value in (
+            ("complete", complete),
+            ("ignore_ties", ignore_ties),
+            ("trec_eval", trec_eval),
+        )
+    }
+    requests = _requests(measures)
+    relevance_level, _ = _check_cut(relevance_level, None, caller=caller)
     if not isinstance(runs, Mapping):
         runs = {
             (os.fspath(run) if isinstance(run, str | os.PathLike) else f"run{i + 1}"): run
@@ -637,26 +646,101 @@ def compare(
         }
     if len(runs) < 2:
         raise ValueError(f"compare needs at least 2 runs; got {len(runs)}")
-    evaluate_run = functools.partial(
-        evaluate,
-        complete=complete,
-        ignore_ties=ignore_ties,
-        trec_eval=trec_eval,
+    definitions = _evaluate.Definitions(
+        trec_eval=switches["trec_eval"],
         relevance_level=relevance_level,
+        ignore_ties=switches["ignore_ties"],
     )
-    evaluations = {name: evaluate_run(qrels, run, measures) for name, run in runs.items()}
-    common = set.intersection(*(set(e.query_ids) for e in evaluations.values()))
-    queries = sorted(common, key=lambda q: q.encode("utf-8", "surrogateescape"))
+    qrels_file = _load(qrels, qrels=True)
+    run_files = {name: _load(run, qrels=False) for name, run in runs.items()}
+    return compare_joined(
+        qrels_file,
+        run_files,
+        requests,
+        definitions,
+        complete=switches["complete"],
+        test=test,
+        alpha=alpha,
+        correction=correction,
+        permutations=permutations,
+        samples=samples,
+        seed=seed,
+    ).comparison
+
+
+class Compared(NamedTuple):
+    """What :func:`compare_joined` gives the command line and :func:`compare`.
+
+    Attributes:
+      comparison: The :class:`lodestar.stats.Comparison`.
+      scores: Per run name, per request name, the per-query values that were
+        tested, in ``queries`` order.
+      queries: The queries tested: those evaluated in every run, in byte order.
+    """
+
+    comparison: Any
+    scores: dict[str, dict[str, np.ndarray]]
+    queries: list[bytes]
+
+
+def compare_joined(
+    qrels_file: _read.TrecFile,
+    run_files: Mapping[str, _read.TrecFile],
+    requests: Sequence[_names.Request],
+    definitions: _evaluate.Definitions,
+    *,
+    complete: bool,
+    test: str,
+    alpha: float,
+    correction: str,
+    permutations: int,
+    samples: int,
+    seed: int,
+    progress=None,
+    ready=None,
+) -> Compared:
+    """Evaluate every run and test every pair: the steps the command line and :func:`compare` share.
+
+    ``progress`` (with a ``begin(stage)`` method) is told of each stage,
+    ``evaluating NAME`` and ``testing (TEST)``, and follows each evaluation's
+    batches; ``ready(stage)`` gives the evaluation's ``ready`` hook
+    (:func:`run_joined`).
+
+    Raises:
+      ValueError: fewer than 2 queries are evaluated in every run, or as
+        :func:`run_joined` and :func:`lodestar.stats.compare_scores` raise.
+    """
+    requests = _names.measures(requests)
+    evaluated = {}
+    for name, run_file in run_files.items():
+        stage = f"evaluating {name}"
+        if progress is not None:
+            progress.begin(stage)
+        joined, values, *_ = run_joined(
+            qrels_file,
+            run_file,
+            requests,
+            definitions,
+            complete=complete,
+            progress=progress,
+            ready=None if ready is None else ready(stage),
+        )
+        evaluated[name] = (joined.query_ids, values)
+    queries = sorted(set.intersection(*(set(ids) for ids, _ in evaluated.values())))
     if len(queries) < 2:
         raise ValueError(
             f"compare needs at least 2 queries evaluated in every run; got {len(queries)}"
         )
     scores = {}
-    for name, result in evaluations.items():
-        position = {q: i for i, q in enumerate(result.query_ids)}
+    for name, (ids, values) in evaluated.items():
+        position = {q: i for i, q in enumerate(ids)}
         rows = np.array([position[q] for q in queries])
-        scores[name] = {m: np.asarray(v)[rows] for m, v in result.values.items()}
-    return stats.compare_scores(
+        scores[name] = {r.name: np.asarray(values[r.name])[rows] for r in requests}
+    if progress is not None:
+        progress.begin(f"testing ({test})")
+    from lodestar import stats  # JAX: only once the command line's loader is done
+
+    comparison = stats.compare_scores(
         scores,
         test=test,
         alpha=alpha,
@@ -665,6 +749,7 @@ def compare(
         samples=samples,
         seed=seed,
     )
+    return Compared(comparison, scores, queries)
 
 
 CACHE_VARIABLE = "LODESTAR_COMPILATION_CACHE"
