@@ -266,3 +266,18 @@ def test_validation_imports_no_other_module_of_the_package():
         for alias in node.names
     }
     assert not {name for name in imported if name.startswith("lodestar")}, imported
+
+
+def test_a_number_out_of_its_range_is_refused_in_one_wording():
+    # The layer list's rule "only _validation.py words a refusal that more
+    # than one function makes": every range of an int or a float is declared
+    # as a _validation.Interval, whose refusal words the message (six modules
+    # wrote "must be an int in the range [...]" themselves).
+    package = DOCS.parent / "src" / "lodestar"
+    worded = re.compile(r"must be (an int|a float) in the range")
+    elsewhere = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "_validation.py" and worded.search(path.read_text())
+    ]
+    assert not elsewhere, f"modules that word a range refusal themselves: {elsewhere}"

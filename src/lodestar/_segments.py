@@ -53,14 +53,7 @@ from lodestar import _host, _validation
 
 def _check_size(value, *, name: str, caller: str) -> int | None:
     """``value`` as an int >= 1, or None; refuse anything else."""
-    if value is None:
-        return None
-    if not _validation.is_int(value) or value < 1:
-        raise _validation.InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be an int in the range "
-            f"[1, inf) or None. Got {value!r} instead."
-        )
-    return int(value)
+    return _validation.check_int_or_none(value, name=name, caller=caller, low=1)
 
 
 def _check_ids(segments, scores, *, caller: str) -> jax.Array:

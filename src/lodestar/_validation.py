@@ -22,6 +22,7 @@ very same text. See ``docs/decisions/0003-validation-under-jit.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import numbers
@@ -118,6 +119,82 @@ class InvalidParameterError(ValueError, TypeError):
 def is_int(value) -> bool:
     """Whether ``value`` is an integer and not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class Interval:
+    """A number parameter's range, as scikit-learn's ``Interval`` declares one.
+
+    Every refusal of a number outside its range is worded by
+    :meth:`refusal`, in scikit-learn's words: "The 'k' parameter of ndcg must
+    be an int in the range [1, inf). Got 0 instead."
+
+    Attributes:
+      kind: ``int`` (any integer but a bool) or ``float`` (any real number
+        but a bool; NaN is in no range).
+      low: The lower bound (``-math.inf`` for none).
+      high: The upper bound (``math.inf`` for none).
+      closed: Which bounds belong to the range: ``"neither"``, ``"left"``,
+        ``"right"`` or ``"both"``.
+      high_name: A name shown with the upper bound, as ``[1, list_size=10]``.
+    """
+
+    kind: type
+    low: float
+    high: float = math.inf
+    closed: Literal["neither", "left", "right", "both"] = "left"
+    high_name: str | None = None
+
+    def holds(self, value) -> bool:
+        """Whether ``value`` is a number of this kind within the range."""
+        if self.kind is int:
+            if not is_int(value):
+                return False
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False
+        # An int compares with the float bounds exactly, however large.
+        number: Any = value if self.kind is int else float(value)
+        left_closed = self.closed in ("left", "both")
+        right_closed = self.closed in ("right", "both")
+        above = number >= self.low if left_closed else number > self.low
+        below = number <= self.high if right_closed else number < self.high
+        return bool(above and below)
+
+    def text(self) -> str:
+        """``an int in the range [1, inf)``, ``a float in the range (0.0, 1.0)``."""
+        opening = "[" if self.closed in ("left", "both") else "("
+        closing = "]" if self.closed in ("right", "both") else ")"
+        low, high = self._bound(self.low), self._bound(self.high)
+        if self.high_name is not None:
+            high = f"{self.high_name}={high}"
+        article = "an int" if self.kind is int else "a float"
+        return f"{article} in the range {opening}{low}, {high}{closing}"
+
+    def _bound(self, value: float) -> str:
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return str(int(value)) if self.kind is int else repr(float(value))
+
+    def refusal(
+        self, value, *, name: str, caller: str, none: bool = False, also: str = ""
+    ) -> InvalidParameterError:
+        """The error for ``value``; ``none`` adds "or None", ``also`` what else is taken."""
+        accepted = self.text() + (" or None" if none else "") + (f" {also}" if also else "")
+        return InvalidParameterError(
+            f"The '{name}' parameter of {caller} must be {accepted}. Got {value!r} instead."
+        )
+
+    def check(self, value, *, name: str, caller: str, none: bool = False, also: str = "") -> Any:
+        """Return ``value`` as an int or float (by ``kind``) in the range, or None where ``none``.
+
+        Raises:
+          InvalidParameterError: anything else, worded by :meth:`refusal`.
+        """
+        if value is None and none:
+            return None
+        if value is None or not self.holds(value):
+            raise self.refusal(value, name=name, caller=caller, none=none, also=also)
+        return int(value) if self.kind is int else float(value)
 
 
 def check_k(k, *, caller: str) -> int | None:
@@ -218,16 +295,7 @@ def check_positive_float(value, *, name: str, caller: str) -> float:
       InvalidParameterError: ``value`` is not a real number in (0, inf): zero,
         negative, NaN, infinite, a bool, or not a number at all.
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (0.0 < float(value) < math.inf)
-    ):
-        raise InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be a float in the range "
-            f"(0.0, inf). Got {value!r} instead."
-        )
-    return float(value)
+    return Interval(float, 0.0, math.inf, "neither").check(value, name=name, caller=caller)
 
 
 def check_traceable_float(
@@ -682,27 +750,8 @@ def check_float_in_range(value, *, name: str, caller: str, low: float, high: flo
         rank_biased_precision must be a float in the range (0.0, 1.0). Got 2
         instead.").
     """
-    left_closed, right_closed = closed in ("left", "both"), closed in ("right", "both")
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    if ok:
-        number = float(value)
-        above = number >= low if left_closed else number > low
-        below = number <= high if right_closed else number < high
-        ok = above and below
-    if not ok:
-        opening, closing = "[" if left_closed else "(", "]" if right_closed else ")"
-        interval = f"{opening}{_bound(low)}, {_bound(high)}{closing}"
-        raise InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be a float in the range {interval}. "
-            f"Got {value!r} instead."
-        )
-    return float(value)
-
-
-def _bound(value: float) -> str:
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return repr(float(value))
+    interval = Interval(float, low, high, closed)  # type: ignore[arg-type]
+    return interval.check(value, name=name, caller=caller)
 
 
 def check_int_or_none(value, *, name: str, caller: str, low: int):
@@ -730,15 +779,7 @@ def check_int(value: Any, *, name: str, caller: str, low: int, none: bool = Fals
       InvalidParameterError: ``value`` is not an int (a bool is not) of at
         least ``low``, in scikit-learn's words.
     """
-    if value is None:
-        if none:
-            return None
-    elif is_int(value) and value >= low:
-        return int(value)
-    raise InvalidParameterError(
-        f"The '{name}' parameter of {caller} must be an int in the range "
-        f"[{low}, inf){' or None' if none else ''}. Got {value!r} instead."
-    )
+    return Interval(int, low).check(value, name=name, caller=caller, none=none)
 
 
 @overload

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 import os
 import re
 from typing import NamedTuple
@@ -34,8 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lodestar import _files
-from lodestar._validation import InvalidParameterError, is_int
+from lodestar import _files, _validation
+from lodestar._validation import InvalidParameterError
 
 __all__ = ["RankingData", "load_svmlight", "synthetic_ltr"]
 
@@ -78,12 +77,7 @@ _F32 = jnp.float32  # the data are drawn in float32 whatever the dtype asked for
 
 
 def _check_size(value, *, name: str, low: int) -> int:
-    if not is_int(value) or value < low:
-        raise InvalidParameterError(
-            f"The '{name}' parameter of synthetic_ltr must be an int in the range "
-            f"[{low}, inf). Got {value!r} instead."
-        )
-    return int(value)
+    return _validation.Interval(int, low).check(value, name=name, caller="synthetic_ltr")
 
 
 class _HiddenModel(NamedTuple):
@@ -254,18 +248,14 @@ def synthetic_ltr(
     list_size = _check_size(list_size, name="list_size", low=1)
     n_features = _check_size(n_features, name="n_features", low=1)
     task = _check_size(task, name="task", low=0)
-    if min_list_size is None:
-        min_list_size = min(list_size, max(2, list_size // 4))
-    elif not is_int(min_list_size) or not 1 <= min_list_size <= list_size:
-        raise InvalidParameterError(
-            f"The 'min_list_size' parameter of synthetic_ltr must be an int in the range "
-            f"[1, list_size={list_size}] or None. Got {min_list_size!r} instead."
-        )
-    if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0 <= noise < math.inf:
-        raise InvalidParameterError(
-            "The 'noise' parameter of synthetic_ltr must be a float in the range "
-            f"[0.0, inf). Got {noise!r} instead."
-        )
+    shortest: int | None = _validation.Interval(int, 1, list_size, "both", "list_size").check(
+        min_list_size, name="min_list_size", caller="synthetic_ltr", none=True
+    )
+    if shortest is None:
+        shortest = min(list_size, max(2, list_size // 4))
+    noise = _validation.Interval(float, 0.0, math.inf, "left").check(
+        noise, name="noise", caller="synthetic_ltr"
+    )
     if not jnp.issubdtype(dtype, jnp.floating):
         raise InvalidParameterError(
             f"The 'dtype' parameter of synthetic_ltr must be a floating dtype. Got {dtype!r} "
@@ -279,7 +269,7 @@ def synthetic_ltr(
         n_queries=n_queries,
         list_size=list_size,
         n_features=n_features,
-        min_list_size=int(min_list_size),
+        min_list_size=shortest,
         task=task,
         dtype=jnp.dtype(dtype),
     )
@@ -393,12 +383,7 @@ def _line_error(
 
 
 def _check_optional_size(value, *, name: str) -> int | None:
-    if value is not None and (not is_int(value) or value < 1):
-        raise InvalidParameterError(
-            f"The '{name}' parameter of load_svmlight must be an int in the range "
-            f"[1, inf) or None. Got {value!r} instead."
-        )
-    return None if value is None else int(value)
+    return _validation.check_int_or_none(value, name=name, caller="load_svmlight", low=1)
 
 
 def _check_group(value) -> str | os.PathLike | None:

@@ -153,12 +153,7 @@ _LN2 = math.log(2.0)
 
 
 def _check_nonnegative_int(value, *, name: str, caller: str) -> int:
-    if not _validation.is_int(value) or value < 0:
-        raise _validation.InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be an int in the range "
-            f"[0, inf). Got {value!r} instead."
-        )
-    return int(value)
+    return _validation.check_int(value, name=name, caller=caller, low=0)
 
 
 def _check_key(key, *, caller: str):

@@ -411,26 +411,19 @@ ELEVEN_POINT_AVERAGE = _kernel.Formula(
 )
 
 
+_LEVEL = _validation.Interval(float, 0.0, 1.0, "both")
+
+
 def _check_level(level, *, caller: str) -> float:
-    if (
-        isinstance(level, bool)
-        or not isinstance(level, numbers.Real)
-        or not (0.0 <= float(level) <= 1.0)
-    ):
-        raise _validation.InvalidParameterError(
-            f"The 'recall' parameter of {caller} must be a float in the range [0.0, 1.0] "
-            f"or a sequence of them. Got {level!r} instead."
-        )
-    return float(level)
+    return _LEVEL.check(level, name="recall", caller=caller, also="or a sequence of them")
 
 
 def _check_levels(recall, *, caller: str) -> tuple[float, ...]:
     if isinstance(recall, numbers.Real):
         return (_check_level(recall, caller=caller),)
     if isinstance(recall, str) or not isinstance(recall, Sequence) or len(recall) == 0:
-        raise _validation.InvalidParameterError(
-            f"The 'recall' parameter of {caller} must be a float in the range [0.0, 1.0] "
-            f"or a non-empty sequence of them. Got {recall!r} instead."
+        raise _LEVEL.refusal(
+            recall, name="recall", caller=caller, also="or a non-empty sequence of them"
         )
     return tuple(_check_level(level, caller=caller) for level in recall)
 

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import numbers
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from lodestar import _validation
-from lodestar._validation import InvalidParameterError
 
 MAX_SEED = 2**32 - 1
 
 
 def check_int(value, *, name: str, caller: str, low: int, high: int | None = None) -> int:
     """Return ``value`` as an int in ``[low, high]``; refuse bools, floats and the rest."""
-    if not _validation.is_int(value) or value < low or (high is not None and value > high):
-        upper = "inf)" if high is None else f"{high}]"
-        raise InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be an int in the range "
-            f"[{low}, {upper}. Got {value!r} instead."
-        )
-    return int(value)
+    interval = (
+        _validation.Interval(int, low)
+        if high is None
+        else _validation.Interval(int, low, high, "both")
+    )
+    return interval.check(value, name=name, caller=caller)
 
 
 def check_seed(seed, *, caller: str):
@@ -34,18 +30,7 @@ def check_seed(seed, *, caller: str):
 
 def check_unit_interval(value, *, name: str, caller: str) -> float:
     """Return ``value`` as a float in the open interval (0, 1)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        # numbers.Real's stub orders it with < and <= only; NaN fails the first test.
-        or not value < 1.0
-        or value <= 0.0
-    ):
-        raise InvalidParameterError(
-            f"The '{name}' parameter of {caller} must be a float in the range "
-            f"(0.0, 1.0). Got {value!r} instead."
-        )
-    return float(value)
+    return _validation.Interval(float, 0.0, 1.0, "neither").check(value, name=name, caller=caller)
 
 
 def dtype_of(x):

@@ -12,7 +12,6 @@ import numpy as np
 from jax import lax
 
 from lodestar import _interrupt, _validation
-from lodestar._validation import InvalidParameterError
 from lodestar.stats import _checks, _student_t
 
 # Each chunk of sign flips or resamples is a float64 (rows, n) matrix of at
@@ -617,11 +616,12 @@ def bootstrap(a, b, seed, samples, confidence, *, caller: str):
     batch, n = a.shape[:-1], a.shape[-1]
     comparisons = math.prod(batch)
     if samples * comparisons > MAX_BOOTSTRAP_MEANS:
-        raise InvalidParameterError(
-            f"The 'samples' parameter of {caller} must be an int in the range "
-            f"[1, {MAX_BOOTSTRAP_MEANS // comparisons}] for {comparisons} "
-            f"comparison(s): the confidence interval holds every resampled mean, "
-            f"at most {MAX_BOOTSTRAP_MEANS:,} of them (1 GiB). Got {samples!r} instead."
+        raise _validation.Interval(int, 1, MAX_BOOTSTRAP_MEANS // comparisons, "both").refusal(
+            samples,
+            name="samples",
+            caller=caller,
+            also=f"for {comparisons} comparison(s): the confidence interval holds every "
+            f"resampled mean, at most {MAX_BOOTSTRAP_MEANS:,} of them (1 GiB)",
         )
     quantiles = jnp.array([(1.0 - confidence) / 2, (1.0 + confidence) / 2])
     observed, count, mean, interval = _bootstrap_kernel(
