@@ -189,12 +189,13 @@ def test_endless_zeros_are_refused_at_their_first_block(tmp_path, capsys, monkey
 
 
 def test_running_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch):
-    from lodestar._trec import read
+    from lodestar import evaluation
 
     def exhausted(path, **_):
         raise MemoryError(f"{path}: the gzip data decompress to more than fits")
 
-    monkeypatch.setattr(read, "read_run", exhausted)
+    # The command reads through its application layer.
+    monkeypatch.setattr(evaluation, "read_run", exhausted)
     qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN)
     assert main(["evaluate", qrels, run]) == 1
     assert capsys.readouterr().err.endswith(

@@ -466,6 +466,14 @@ def host_rank_order(above: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return host_argsort(np.where(valid, above, above.shape[-1] + 1))
 
 
+def host_trec_order(scores: np.ndarray, docno_rank: np.ndarray) -> np.ndarray:
+    """One list's indices in trec_eval's order: descending score, ties by descending docno.
+
+    ``docno_rank`` orders the document ids (a larger rank, a larger docno).
+    """
+    return np.lexsort((-docno_rank, -scores))
+
+
 def host_argsort(key) -> np.ndarray:
     """int32 ``np.argsort`` along the last axis, a chunk of rows at a time."""
     key = np.asarray(key)

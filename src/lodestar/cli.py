@@ -31,10 +31,6 @@ import sys
 from importlib import resources
 
 from lodestar import _interrupt, _startup, _terminal, evaluation
-from lodestar._trec import evaluate as _evaluate
-from lodestar._trec import join as _join
-from lodestar._trec import names as _names
-from lodestar._trec import read as _read
 
 __all__ = ["main"]
 
@@ -299,7 +295,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _is_measure(token: str) -> bool:
     try:
-        _names.parse(token)
+        evaluation.parse(token)
     except ValueError:
         return False
     return True
@@ -329,11 +325,11 @@ def _split_measures(argv: list[str]) -> list[str]:
     return out
 
 
-def _note_dropped(joined: _join.Joined, complete: bool) -> None:
+def _note_dropped(joined: evaluation.Joined, complete: bool) -> None:
     """Say which queries are not evaluated, so that no data is dropped silently."""
 
     def listed(qids: list[bytes]) -> str:
-        shown = ", ".join(repr(_read.show(q)) for q in qids[:5])
+        shown = ", ".join(repr(evaluation.show(q)) for q in qids[:5])
         return shown + (f" and {len(qids) - 5} more" if len(qids) > 5 else "")
 
     if joined.missing_from_qrels:
@@ -356,39 +352,6 @@ def _format_value(value: float, integer: bool) -> str:
         return str(int(value))
     # + 0.0 turns a negative zero (a product with a negative weight of 0) into 0.
     return f"{value + 0.0:6.4f}"
-
-
-def _relstrings(joined: _join.Joined, length: int) -> list[bytes]:
-    """Per query, trec_eval's ``relstring``: the first ``length`` documents' judgments.
-
-    One character per document in trec_eval's order (score, then docno,
-    descending), as m_relstring.c writes it: the grade for 0 to 9, ``>``
-    above 9, ``-`` for a document not in the qrels and ``.`` for one judged
-    negative (in the pool, not judged: form_res_rels.c reads every negative
-    judgment so, so trec_eval's ``<`` never appears). ``length`` is already cut
-    to ``-M``. The string depends on one order of tied documents, so it is the
-    same with and without ``--ignore-ties``.
-    """
-    import numpy as np
-
-    retrieved = joined.retrieved
-    items, strings = retrieved.items, []
-    for start, end in zip(retrieved.offsets[:-1], retrieved.offsets[1:], strict=True):
-        score, grade = items["score"][start:end], items["grade"][start:end]
-        pooled, docno = items["pooled"][start:end], items["docno_rank"][start:end]
-        top = np.lexsort((-docno, -score))[:length]
-        characters = []
-        for g, p in zip(grade[top].tolist(), pooled[top].tolist(), strict=True):
-            if not p:
-                characters.append("-")
-            elif g > 9:
-                characters.append(">")
-            elif g >= 0:
-                characters.append(str(g))
-            else:
-                characters.append(".")
-        strings.append("".join(characters).encode())
-    return strings
 
 
 def _write_table(
@@ -417,13 +380,13 @@ def _write_table(
     write = out.buffer.write if hasattr(out, "buffer") else lambda b: out.write(b.decode())
     query_ids = joined.query_ids
     if trec_order:
-        requests = _names.in_trec_order(requests)
+        requests = evaluation.in_trec_order(requests)
     relstrings = {}
     for r in requests:
         if r.family == "relstring":
             assert r.k is not None  # the names give every relstring its length
             length = r.k if max_documents is None else min(r.k, max_documents)
-            relstrings[r.name] = _relstrings(joined, length)
+            relstrings[r.name] = evaluation.relstrings(joined, length)
 
     def line(request, qid: bytes, value, bounds: tuple = ()) -> bytes:
         integer = request.measure.integer
@@ -462,10 +425,10 @@ def _write_table(
     for request in requests:
         if request.measure is None:
             continue
-        value = _evaluate.aggregate(request, results[request.name])
+        value = evaluation.aggregate(request, results[request.name])
         bounds = ()
         if extremes is not None and request.name in extremes[0]:
-            bounds = tuple(_evaluate.aggregate(request, e[request.name]) for e in extremes)
+            bounds = tuple(evaluation.aggregate(request, e[request.name]) for e in extremes)
         lines.append(line(request, b"all", value, bounds))
     write(b"".join(lines))
 
@@ -485,7 +448,7 @@ def _write_json(
     document = {
         "options": options,
         "num_q": len(query_ids),
-        "mean": {r.name: _evaluate.aggregate(r, results[r.name]) for r in requests},
+        "mean": {r.name: evaluation.aggregate(r, results[r.name]) for r in requests},
     }
     if per_query:
         document["per_query"] = {
@@ -498,7 +461,7 @@ def _write_json(
         ranges: dict[str, dict] = {
             "mean": {
                 r.name: sorted(
-                    (_evaluate.aggregate(r, low[r.name]), _evaluate.aggregate(r, high[r.name]))
+                    (evaluation.aggregate(r, low[r.name]), evaluation.aggregate(r, high[r.name]))
                 )
                 for r in ranged
             }
@@ -535,16 +498,17 @@ def _judgment_groups(args) -> bool:
     return getattr(args, "rel_format", "qrels") == "qrels_jg"
 
 
-def _requests(args) -> list[_names.Request]:
+def _requests(args) -> list[evaluation.Request]:
     groups = _judgment_groups(args)
     try:
-        requests = _names.parse_all(args.measures or (["qrels_jg"] if groups else DEFAULT_MEASURES))
-        evaluation.check_measures_and_groups(
-            requests, judgment_groups=groups, option="-R qrels_jg", sets="-m qrels_jg"
+        return evaluation.parse_measures(
+            args.measures or (["qrels_jg"] if groups else DEFAULT_MEASURES),
+            judgment_groups=groups,
+            option="-R qrels_jg",
+            sets="-m qrels_jg",
         )
     except ValueError as error:
         raise UsageError(str(error)) from None
-    return requests
 
 
 def _open(path: str, reader, progress: _terminal.Progress):
@@ -596,7 +560,7 @@ def _check_evaluate_arguments(args: argparse.Namespace) -> None:
     if args.num_documents is not None and args.num_documents < 0:
         raise UsageError(f"-N takes a number of documents of at least 0; got {args.num_documents}")
     try:
-        _evaluate.check_relevance_level(args.relevance_level)
+        evaluation.check_relevance_level(args.relevance_level)
     except ValueError as error:
         raise UsageError(f"-l: {error}") from None
     ceiling = args.err_max_label
@@ -609,7 +573,7 @@ def _json_options(args: argparse.Namespace, runid: bytes | None) -> dict:
     return {
         "qrels": args.qrels if not args.example else "example.qrels",
         "run": args.run if not args.example else "example.run",
-        "runid": _read.show(runid) if runid is not None else None,
+        "runid": evaluation.show(runid) if runid is not None else None,
         "ignore_ties": args.ignore_ties,
         "complete": args.complete,
         "trec_eval": args.trec_eval,
@@ -627,14 +591,14 @@ def _json_options(args: argparse.Namespace, runid: bytes | None) -> dict:
 def _run_evaluate(args: argparse.Namespace, out) -> int:
     _check_evaluate_arguments(args)
     requests = _requests(args)
-    if args.json and _names.names_relstring(args.measures or ()):
+    if args.json and evaluation.names_relstring(args.measures or ()):
         raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
     progress = _start(args, out)
     _startup.start_loading_jax()
     try:
         qrels = _read_qrels(args, definitions, progress)
-        run = _open(args.run, _read.read_run, progress)
+        run = _open(args.run, evaluation.read_run, progress)
         progress.begin("evaluating")
         if args.tie_range:
             _note_measures_without_tie_range(requests)
@@ -660,7 +624,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         _write_json(
             out,
             joined.query_ids,
-            _names.measures(requests),
+            evaluation.measure_requests(requests),
             results,
             per_query=args.per_query,
             options=_json_options(args, joined.runid),
@@ -683,17 +647,18 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
 
         _plots.evaluation_histograms(
             args.plot,
-            [r.name for r in _names.measures(requests)],
+            [r.name for r in evaluation.measure_requests(requests)],
             results,
             extremes,
-            title=_read.show(joined.runid) if joined.runid is not None else args.run,
+            title=evaluation.show(joined.runid) if joined.runid is not None else args.run,
         )
     return 0
 
 
 def _note_measures_without_tie_range(requests) -> None:
     """Name the measures that ``--tie-range`` gives no range, and why."""
-    names = [r.name for r in _names.measures(requests) if not _evaluate.has_tie_range(r)]
+    measures = evaluation.measure_requests(requests)
+    names = [r.name for r in measures if not evaluation.has_tie_range(r)]
     if names:
         _terminal.note(
             f"--tie-range gives no range for {', '.join(names)}: no order of the ties is "
@@ -701,8 +666,8 @@ def _note_measures_without_tie_range(requests) -> None:
         )
 
 
-def _definitions(args) -> _evaluate.Definitions:
-    return _evaluate.Definitions(
+def _definitions(args) -> evaluation.Definitions:
+    return evaluation.Definitions(
         trec_eval=args.trec_eval,
         relevance_level=args.relevance_level,
         ignore_ties=args.ignore_ties,
@@ -734,23 +699,23 @@ def _start(args, out) -> _terminal.Progress:
 
 
 def _read_qrels(
-    args, definitions: _evaluate.Definitions, progress: _terminal.Progress
-) -> _read.TrecFile:
+    args, definitions: evaluation.Definitions, progress: _terminal.Progress
+) -> evaluation.TrecFile:
     """The qrels of ``args``, refused if a relevance does not suit ``definitions``."""
-    reader = functools.partial(_read.read_qrels, judgment_groups=_judgment_groups(args))
-    qrels = _open(args.qrels, reader, progress)
-    _evaluate.check_relevance(qrels, definitions)
-    return qrels
+    reader = functools.partial(
+        evaluation.read_qrels, definitions=definitions, judgment_groups=_judgment_groups(args)
+    )
+    return _open(args.qrels, reader, progress)
 
 
-def _run_names(paths: list[str], runs: list[_read.TrecFile]) -> list[str]:
+def _run_names(paths: list[str], runs: list[evaluation.TrecFile]) -> list[str]:
     """Each run's name: its runid where every runid is shown distinctly, else its path.
 
     Runids are compared as they are shown: the byte 0xff is shown as the four
     characters of its escape, which a runid may hold as they are, and two runs
     of the report would have one name.
     """
-    shown = [_read.show(r.runid) for r in runs if r.runid is not None]
+    shown = [evaluation.show(r.runid) for r in runs if r.runid is not None]
     if len(shown) == len(runs) and len(set(shown)) == len(shown):
         return shown
     return list(paths)
@@ -772,7 +737,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         raise UsageError(f"--samples takes a number of at least 1; got {args.samples}")
     if not 0 <= args.seed < 2**32:
         raise UsageError(f"--seed takes a number in [0, 2**32 - 1]; got {args.seed}")
-    requests = _names.measures(_requests(args))
+    requests = evaluation.measure_requests(_requests(args))
     if not requests:
         raise UsageError("compare needs at least one measure")
     definitions = _definitions(args)
@@ -782,7 +747,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         qrels = _read_qrels(args, definitions, progress)
         runs = []
         for path in args.runs:
-            runs.append(_open(path, _read.read_run, progress))
+            runs.append(_open(path, evaluation.read_run, progress))
         names = _run_names(args.runs, runs)
         if len(set(names)) != len(names):
             raise UsageError("two runs have the same name; give each run once")

@@ -46,6 +46,22 @@ from lodestar._trec import join as _join
 from lodestar._trec import names as _names
 from lodestar._trec import read as _read
 
+# What the command line takes from the TREC layer, named here once: it
+# imports no module of lodestar._trec, only this application layer.
+from lodestar._trec.evaluate import Definitions as Definitions
+from lodestar._trec.evaluate import aggregate as aggregate
+from lodestar._trec.evaluate import check_relevance_level as check_relevance_level
+from lodestar._trec.evaluate import has_tie_range as has_tie_range
+from lodestar._trec.evaluate import relstrings as relstrings
+from lodestar._trec.join import Joined as Joined
+from lodestar._trec.names import Request as Request
+from lodestar._trec.names import in_trec_order as in_trec_order
+from lodestar._trec.names import names_relstring as names_relstring
+from lodestar._trec.names import parse as parse
+from lodestar._trec.read import TrecFile as TrecFile
+from lodestar._trec.read import read_run as read_run
+from lodestar._trec.read import show as show
+
 __all__ = ["Evaluation", "compare", "evaluate", "use_compilation_cache"]
 
 DEFAULT_MEASURES = ("ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100")
@@ -229,6 +245,36 @@ NO_RANGE_OVER_GROUPS = (
     "no tie range is given under judgment groups when a query has more than one: one "
     "order of the ties need not give every group its smallest or largest value"
 )
+
+
+def read_qrels(
+    path, *, definitions: Definitions, judgment_groups: bool = False, progress=None
+) -> TrecFile:
+    """A qrels file, refused at once if a relevance does not suit ``definitions``.
+
+    With ``judgment_groups`` the second field names the group;
+    ``progress`` is :func:`lodestar._trec.read.read_run`'s.
+    """
+    qrels = _read.read_qrels(path, judgment_groups=judgment_groups, progress=progress)
+    _evaluate.check_relevance(qrels, definitions)
+    return qrels
+
+
+def measure_requests(requests: Sequence[Request]) -> list[Request]:
+    """The requests that name measures: not ``runid``, ``num_q`` or ``relstring``."""
+    return _names.measures(requests)
+
+
+def parse_measures(names, *, judgment_groups: bool, option: str, sets: str) -> list[Request]:
+    """The requests named, checked against the qrels' format (:func:`check_measures_and_groups`).
+
+    Raises:
+      ValueError: an unknown or malformed name, or a measure that does not
+        suit the qrels' format.
+    """
+    requests = _names.parse_all(names)
+    check_measures_and_groups(requests, judgment_groups=judgment_groups, option=option, sets=sets)
+    return requests
 
 
 def check_measures_and_groups(requests, *, judgment_groups: bool, option: str, sets: str):

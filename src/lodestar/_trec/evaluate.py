@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lodestar import _interrupt, _registry, _shapes
+from lodestar import _interrupt, _ranking, _registry, _shapes
 from lodestar._trec import batches as _batches
 from lodestar._trec.join import Joined, Lists
 from lodestar._trec.names import Request
@@ -455,3 +455,34 @@ def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, ma
             )
             values.update(evaluate(arranged, group, ordered, max_grade=max_grade))
     return low, high
+
+
+def relstrings(joined: Joined, length: int) -> list[bytes]:
+    """Per query, trec_eval's ``relstring``: the first ``length`` documents' judgments.
+
+    One character per document in trec_eval's order (score, then docno,
+    descending), as m_relstring.c writes it: the grade for 0 to 9, ``>``
+    above 9, ``-`` for a document not in the qrels and ``.`` for one judged
+    negative (in the pool, not judged: form_res_rels.c reads every negative
+    judgment so, so trec_eval's ``<`` never appears). ``length`` is already cut
+    to ``-M``. The string depends on one order of tied documents, so it is the
+    same with and without ``--ignore-ties``.
+    """
+    retrieved = joined.retrieved
+    items, strings = retrieved.items, []
+    for start, end in zip(retrieved.offsets[:-1], retrieved.offsets[1:], strict=True):
+        score, grade = items["score"][start:end], items["grade"][start:end]
+        pooled, docno = items["pooled"][start:end], items["docno_rank"][start:end]
+        top = _ranking.host_trec_order(score, docno)[:length]
+        characters = []
+        for g, p in zip(grade[top].tolist(), pooled[top].tolist(), strict=True):
+            if not p:
+                characters.append("-")
+            elif g > 9:
+                characters.append(">")
+            elif g >= 0:
+                characters.append(str(g))
+            else:
+                characters.append(".")
+        strings.append("".join(characters).encode())
+    return strings
