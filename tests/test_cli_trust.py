@@ -260,7 +260,7 @@ def test_gains_whose_sums_overflow_are_refused(measure, capsys):
     assert main(["evaluate", *files, "-m", measure, "--json"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "is not a finite number for query '301': its gains or parameters overflow" in (
+    assert "is not a finite number for query '301': its gains or parameters are too large" in (
         captured.err
     )
 

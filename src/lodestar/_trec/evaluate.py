@@ -335,8 +335,10 @@ def _check_finite(results: dict[str, np.ndarray], query_ids: Sequence[bytes]) ->
     """Refuse a value that is not a finite number: never print NaN for a valid file.
 
     Every measure is finite on finite gains and parameters; what is not comes
-    from gains or parameters whose sums overflow float64 (``G.1=1e154``,
-    ``utility.1e308,...``), and is refused rather than printed.
+    from gains or parameters whose sums overflow float64
+    (``utility.1e308,...``), or whose sums for G pass 2**53, where float64
+    rounds away the costs G discounts by (``G.1=1e154``): refused rather than
+    printed.
     """
     for name, values in results.items():
         bad = np.flatnonzero(~np.isfinite(values))
@@ -344,8 +346,9 @@ def _check_finite(results: dict[str, np.ndarray], query_ids: Sequence[bytes]) ->
             query = query_ids[bad[0]].decode("utf-8", "backslashreplace")
             raise ValueError(
                 f"{name} is not a finite number for query {query!r}: its gains or "
-                f"parameters overflow float64 (largest {np.finfo(np.float64).max:.1e}); "
-                f"give smaller ones."
+                f"parameters are too large for float64 (their sums overflow "
+                f"{np.finfo(np.float64).max:.1e}, or for G pass 2**53, where the rounding "
+                f"outgrows its costs); give smaller ones."
             )
 
 

@@ -183,11 +183,6 @@ def _expected_terms(blocks: _Blocks, probability, value, spread):
         none = jnp.where(remaining > 0, drawn_zero, none)
         # The ideal's cost down to the t-th position, less the gain ranked there.
         slack = (lay.at_offset(blocks.cost, t - 1) - blocks.base)[..., None] - value
-        # The ideal's cost is never below the gain collected (it ranks the
-        # largest gains first, each costing at least 1), but past 2**53 the
-        # two sums round apart: a slack of -1 made the term infinite (labels
-        # 2**60 and 1 gave G = inf where trec_eval's doubles give 1).
-        slack = jnp.maximum(slack, 0)
         term = (value / t.astype(dtype)) / jnp.log2(2 + slack)
         expected = jnp.sum(jnp.where(probability > 0, probability * term, 0), axis=-1)
         # A count w that t draws cannot give has probability exactly 0, and
@@ -277,7 +272,15 @@ def gain_parts(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
     where_mixed = mixed[..., None]
     found = jnp.where(where_mixed, mixed_found.reshape(batch + (n,)), found)
     pooled = jnp.where(where_mixed, mixed_pooled.reshape(batch + (n,)), pooled)
-    return jnp.sum(found, axis=-1), ideal_total, jnp.sum(pooled, axis=-1)
+    # The slack is a difference of two sums of gains, each rounded by the
+    # dtype: past 2 / eps (2**53 in float64, 2**24 in float32) their rounding
+    # exceeds the costs of 1 that the slack counts, and a term's discount is
+    # anything (labels 2**60 and 1 gave a slack of -1, and G = inf). No value
+    # is then given: NaN, which the command line refuses.
+    largest = jnp.maximum(cost[..., -1], ideal_total)
+    held = largest < 2 / jnp.finfo(dtype).eps
+    found = jnp.where(held, jnp.sum(found, axis=-1), jnp.nan)
+    return found, ideal_total, jnp.sum(pooled, axis=-1)
 
 
 def _normalized_gain(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
@@ -480,7 +483,9 @@ def normalized_gain(
     Returns:
       ``(...)`` G of each list, in [0, 1] for non-negative gains; 1 for the
       ideal ranking of every judged item when no non-zero gain is below 1. 0
-      when the ideal's total gain is 0; NaN for a list with a NaN score.
+      when the ideal's total gain is 0; NaN for a list with a NaN score, or
+      whose ideal costs or gains sum to 2**53 or more (2**24 in float32),
+      where their rounding outgrows the costs G discounts by.
 
     Raises:
       {{invalid_k_gain}}
