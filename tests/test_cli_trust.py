@@ -737,3 +737,31 @@ def test_a_swallowed_ctrl_c_prints_no_traceback(monkeypatch, capsys):
     interrupt.quiet_swallowed_interrupt(other)
     interrupt.quiet_swallowed_interrupt(swallowed)
     assert reported == [other]
+
+
+def test_each_registry_option_default_is_the_functions_own():
+    # The command line and the benchmarks read a measure's options from the
+    # registry; the function's signature states the same defaults. A default
+    # changed in one place only would make `-m` and Python disagree.
+    import inspect
+
+    from lodestar import _registry
+
+    compared = 0
+    for measure in _registry.MEASURES.values():
+        parameters = inspect.signature(measure.function).parameters
+        for option in measure.options:
+            assert option.name in parameters, (measure.key, option.name)
+            parameter = parameters[option.name]
+            assert parameter.kind is inspect.Parameter.KEYWORD_ONLY, (measure.key, option.name)
+            if option.default is _registry.REQUIRED:
+                assert parameter.default is inspect.Parameter.empty, (measure.key, option.name)
+            else:
+                assert parameter.default == option.default, (
+                    measure.key,
+                    option.name,
+                    parameter.default,
+                    option.default,
+                )
+            compared += 1
+    assert compared >= 14
