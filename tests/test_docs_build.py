@@ -281,3 +281,27 @@ def test_a_number_out_of_its_range_is_refused_in_one_wording():
         if path.name != "_validation.py" and worded.search(path.read_text())
     ]
     assert not elsewhere, f"modules that word a range refusal themselves: {elsewhere}"
+
+
+def test_the_command_line_pages_measure_table_agrees_with_the_registry():
+    # docs/cli.md words each measure for the command line's reader; its names,
+    # trec_eval families and label kinds are the registry's, row for row.
+    from lodestar import _registry
+
+    page = (DOCS / "cli.md").read_text()
+    section = page[page.index("### The measures") : page.index("## Conventions")]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    table = {}
+    for row in rows:
+        key, names, trec, labels, _ = (cell.strip() for cell in row.strip("|").split("|"))
+        families = {token.split(".")[0] for token in re.findall(r"`([^`]+)`", trec)}
+        others = set() if names.startswith("none") else set(re.findall(r"`([^`]+)`", names))
+        families = {family for family in families if family not in ("-R qrels_jg",)}
+        table[key.strip("`")] = (others, families, labels)
+    assert list(table) == list(_registry.MEASURES), "rows differ from the registry's keys"
+    for key, measure in _registry.MEASURES.items():
+        names, families, labels = table[key]
+        assert names == set(measure.names), (key, names, measure.names)
+        assert families == {family.name for family in measure.trec}, (key, families)
+        kind = measure.labels + (", count" if measure.aggregate == "sum" else "")
+        assert labels == kind, (key, labels, kind)
