@@ -110,13 +110,16 @@ print no per-query line with ``-q`` (``te_print_single_meas_empty``).
 """
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Measure:
     """One exact measure and everything the project needs to know about it.
 
     The function and formula are named by their place in
     :mod:`lodestar.metrics` (``"_dcg.ndcg"``) and imported when first asked
-    for, so that reading measure names imports no JAX.
+    for, so that reading measure names imports no JAX. What the arithmetic
+    reads (the label kind and sign, the tie key) is the formula's own
+    (:class:`lodestar.metrics._kernel.Formula`), read through :attr:`labels`,
+    :attr:`nonnegative_labels` and :attr:`tie_key`.
 
     Attributes:
       key: The registry key; also the canonical command-line name.
@@ -124,8 +127,6 @@ class Measure:
         under :mod:`lodestar.metrics`; :attr:`function` imports it.
       formula_path: Its arithmetic over the rank engine (for multi-measure
         evaluation), likewise; :attr:`formula` imports it.
-      labels: ``"graded"`` (gains from the label's value) or ``"binary"``
-        (relevant or not, at trec_eval's relevance level on the command line).
       summary: One line for the documentation's measure table.
       cutoff: Whether it takes ``k``.
       names: Other command-line names in lodestar's style (``mrr`` for
@@ -139,22 +140,12 @@ class Measure:
         relevance level among the query's judged documents, retrieved or
         not).
       options: Its other keyword options.
-      nonnegative_labels: Whether it refuses negative labels.
       aggregate: How per-query values become the ``all`` value: ``"mean"``,
         ``"geometric"`` (trec_eval's ``gm_`` measures, floored at
         :data:`MIN_GEO_MEAN`) or ``"sum"`` (counts).
       integer: Whether trec_eval prints its values as integers.
       oracle: The name of its brute-force reference on one explicit order in
         ``tests/oracles.py``.
-      tie_key: What ranking tied items by gives its smallest and largest
-        value over every order of the ties, so that
-        :func:`lodestar.metrics.tie_range` and ``--tie-range`` are its exact
-        range: ``"relevance"`` (the label, or whether it is relevant, as
-        ``labels`` says; an unjudged item least), ``"unjudged"`` (whether the
-        item is unjudged: the measure reads only that), or
-        ``"judged_nonrelevant"`` (a count of judged non-relevant items).
-        None where no such key is known (the value at the relevance orders
-        is then not its range, and the command line prints none).
       rank_sum_path: Its declaration as a sum over items of a utility of
         each item's rank (:class:`lodestar._rank_sums.RankSum`), likewise
         under :mod:`lodestar.metrics`, or None if it is not one;
@@ -165,18 +156,15 @@ class Measure:
     key: str
     function_path: str
     formula_path: str
-    labels: Literal["graded", "binary"]
     summary: str
     cutoff: bool = True
     names: tuple[str, ...] = ()
     trec: tuple[TrecFamily, ...] = ()
     context: tuple[str, ...] = ()
     options: tuple[Option, ...] = ()
-    nonnegative_labels: bool = True
     aggregate: Literal["mean", "geometric", "sum"] = "mean"
     integer: bool = False
     oracle: str = ""
-    tie_key: Literal["relevance", "unjudged", "judged_nonrelevant"] | None = "relevance"
     rank_sum_path: str | None = None
 
     @functools.cached_property
@@ -188,6 +176,21 @@ class Measure:
     def formula(self) -> Formula:
         """The formula the command line evaluates."""
         return _resolve(self.formula_path)
+
+    @property
+    def labels(self) -> str:
+        """``"graded"`` (gains from the label's value) or ``"binary"`` (relevant or not)."""
+        return self.formula.labels
+
+    @property
+    def nonnegative_labels(self) -> bool:
+        """Whether it refuses negative labels."""
+        return self.formula.nonnegative_labels
+
+    @property
+    def tie_key(self) -> str | None:
+        """What orders its ties to its extremes (:class:`~lodestar.metrics._kernel.Formula`)."""
+        return self.formula.tie_key
 
     @functools.cached_property
     def rank_sum(self) -> RankSum | None:
@@ -209,11 +212,10 @@ MEASURES: Mapping[str, Measure] = {
     m.key: m
     for m in (
         Measure(
-            "ndcg",
-            "_dcg.ndcg",
-            "_dcg.NDCG",
-            "graded",
-            "DCG over the ideal DCG, linear gain",
+            key="ndcg",
+            function_path="_dcg.ndcg",
+            formula_path="_dcg.NDCG",
+            summary="DCG over the ideal DCG, linear gain",
             trec=(
                 TrecFamily("ndcg", "gain", combined=True),
                 TrecFamily("ndcg_cut", "k", TREC_CUTOFFS),
@@ -223,33 +225,28 @@ MEASURES: Mapping[str, Measure] = {
             oracle="ndcg_of_order",
         ),
         Measure(
-            "dcg",
-            "_dcg.dcg",
-            "_dcg.DCG",
-            "graded",
-            "discounted cumulative gain, linear gain",
+            key="dcg",
+            function_path="_dcg.dcg",
+            formula_path="_dcg.DCG",
+            summary="discounted cumulative gain, linear gain",
             options=(Option("gain", "linear", "exp2"), Option("log_base", 2.0, 3.0)),
-            nonnegative_labels=False,
             oracle="dcg_of_order",
             rank_sum_path="_dcg.DCG_SUM",
         ),
         Measure(
-            "mrr",
-            "_first_relevant.reciprocal_rank",
-            "_first_relevant.RECIPROCAL_RANK",
-            "binary",
-            "reciprocal rank of the first relevant document",
+            key="mrr",
+            function_path="_first_relevant.reciprocal_rank",
+            formula_path="_first_relevant.RECIPROCAL_RANK",
+            summary="reciprocal rank of the first relevant document",
             names=("rr", "reciprocal_rank"),
             trec=(TrecFamily("recip_rank"),),
-            nonnegative_labels=False,
             oracle="rr_of_order",
         ),
         Measure(
-            "map",
-            "_average_precision.average_precision",
-            "_average_precision.AVERAGE_PRECISION",
-            "binary",
-            "average precision (its mean is MAP)",
+            key="map",
+            function_path="_average_precision.average_precision",
+            formula_path="_average_precision.AVERAGE_PRECISION",
+            summary="average precision (its mean is MAP)",
             names=("ap", "average_precision"),
             trec=(
                 TrecFamily("map"),
@@ -261,11 +258,10 @@ MEASURES: Mapping[str, Measure] = {
             rank_sum_path="_average_precision.AVERAGE_PRECISION_SUM",
         ),
         Measure(
-            "P",
-            "_precision.precision",
-            "_precision.PRECISION",
-            "binary",
-            "precision: relevant documents in the top k, over k",
+            key="P",
+            function_path="_precision.precision",
+            formula_path="_precision.PRECISION",
+            summary="precision: relevant documents in the top k, over k",
             names=("precision",),
             trec=(
                 TrecFamily("P", "k", TREC_CUTOFFS),
@@ -275,31 +271,28 @@ MEASURES: Mapping[str, Measure] = {
             rank_sum_path="_precision.PRECISION_SUM",
         ),
         Measure(
-            "recall",
-            "_precision.recall",
-            "_precision.RECALL",
-            "binary",
-            "relevant documents in the top k over all relevant documents",
+            key="recall",
+            function_path="_precision.recall",
+            formula_path="_precision.RECALL",
+            summary="relevant documents in the top k over all relevant documents",
             trec=(TrecFamily("recall", "k", TREC_CUTOFFS),),
             context=("num_relevant",),
             oracle="recall_of_order",
             rank_sum_path="_precision.RECALL_SUM",
         ),
         Measure(
-            "hits",
-            "_first_relevant.hits",
-            "_first_relevant.HITS",
-            "binary",
-            "1 if a relevant document is in the top k, else 0",
+            key="hits",
+            function_path="_first_relevant.hits",
+            formula_path="_first_relevant.HITS",
+            summary="1 if a relevant document is in the top k, else 0",
             trec=(TrecFamily("success", "k", (1, 5, 10)),),
             oracle="hits_of_order",
         ),
         Measure(
-            "err",
-            "_err.err",
-            "_err.ERR",
-            "graded",
-            "expected reciprocal rank of Chapelle et al.",
+            key="err",
+            function_path="_err.err",
+            formula_path="_err.ERR",
+            summary="expected reciprocal rank of Chapelle et al.",
             options=(Option("max_label", REQUIRED, 3.0),),
             oracle="err_of_order",
             rank_sum_path="_err.ERR_SUM",
@@ -311,11 +304,10 @@ MEASURES: Mapping[str, Measure] = {
         # decimals like the other measures, never truncated, and the all line
         # is the sum of the expectations.
         Measure(
-            "num_ret",
-            "_counts.num_retrieved",
-            "_counts.NUM_RETRIEVED",
-            "binary",
-            "number of documents retrieved (at most k)",
+            key="num_ret",
+            function_path="_counts.num_retrieved",
+            formula_path="_counts.NUM_RETRIEVED",
+            summary="number of documents retrieved (at most k)",
             names=("num_retrieved",),
             trec=(TrecFamily("num_ret"),),
             aggregate="sum",
@@ -328,11 +320,10 @@ MEASURES: Mapping[str, Measure] = {
         # number for -l 1. The function returns num_relevant even for an
         # empty list, so a query missing from the run still adds its count.
         Measure(
-            "num_rel",
-            "_counts.num_relevant",
-            "_counts.NUM_RELEVANT",
-            "binary",
-            "number of relevant documents, retrieved or not",
+            key="num_rel",
+            function_path="_counts.num_relevant",
+            formula_path="_counts.NUM_RELEVANT",
+            summary="number of relevant documents, retrieved or not",
             names=("num_relevant",),
             trec=(TrecFamily("num_rel"),),
             context=("num_relevant", "judged"),
@@ -341,11 +332,10 @@ MEASURES: Mapping[str, Measure] = {
             oracle="num_rel_of_order",
         ),
         Measure(
-            "num_rel_ret",
-            "_counts.num_relevant_retrieved",
-            "_counts.NUM_RELEVANT_RETRIEVED",
-            "binary",
-            "number of relevant documents retrieved",
+            key="num_rel_ret",
+            function_path="_counts.num_relevant_retrieved",
+            formula_path="_counts.NUM_RELEVANT_RETRIEVED",
+            summary="number of relevant documents retrieved",
             names=("num_relevant_retrieved",),
             trec=(TrecFamily("num_rel_ret"),),
             context=("judged",),
@@ -354,27 +344,24 @@ MEASURES: Mapping[str, Measure] = {
             oracle="num_rel_ret_of_order",
         ),
         Measure(
-            "num_nonrel_judged_ret",
-            "_counts.num_nonrelevant_judged_retrieved",
-            "_counts.NUM_NONRELEVANT_JUDGED_RETRIEVED",
-            "binary",
-            "number of judged non-relevant documents retrieved",
+            key="num_nonrel_judged_ret",
+            function_path="_counts.num_nonrelevant_judged_retrieved",
+            formula_path="_counts.NUM_NONRELEVANT_JUDGED_RETRIEVED",
+            summary="number of judged non-relevant documents retrieved",
             names=("num_nonrelevant_judged_retrieved",),
             trec=(TrecFamily("num_nonrel_judged_ret"),),
             context=("judged",),
             aggregate="sum",
             integer=True,
             oracle="num_nonrel_judged_ret_of_order",
-            tie_key="judged_nonrelevant",
         ),
         # Rprec is r_precision at multiple=1 (the cut-off (long) (R + 0.9) is R);
         # Rprec_mult.x is r_precision(multiple=x), printed as Rprec_mult_%3.2f.
         Measure(
-            "Rprec",
-            "_r_precision.r_precision",
-            "_r_precision.R_PRECISION",
-            "binary",
-            "precision at R (or a multiple of R), R the relevant documents",
+            key="Rprec",
+            function_path="_r_precision.r_precision",
+            formula_path="_r_precision.R_PRECISION",
+            summary="precision at R (or a multiple of R), R the relevant documents",
             names=("r_precision",),
             trec=(
                 TrecFamily("Rprec"),
@@ -392,11 +379,10 @@ MEASURES: Mapping[str, Measure] = {
             oracle="rprec_mult_of_order",
         ),
         Measure(
-            "relative_P",
-            "_r_precision.relative_precision",
-            "_r_precision.RELATIVE_PRECISION",
-            "binary",
-            "relevant documents in the top k over min(k, R)",
+            key="relative_P",
+            function_path="_r_precision.relative_precision",
+            formula_path="_r_precision.RELATIVE_PRECISION",
+            summary="relevant documents in the top k over min(k, R)",
             names=("relative_precision",),
             trec=(TrecFamily("relative_P", "k", TREC_CUTOFFS),),
             context=("num_relevant",),
@@ -404,42 +390,38 @@ MEASURES: Mapping[str, Measure] = {
         ),
         # The set measures' k is trec_eval's -M: the retrieved set's size.
         Measure(
-            "set_P",
-            "_set.set_precision",
-            "_set.SET_PRECISION",
-            "binary",
-            "relevant retrieved over retrieved",
+            key="set_P",
+            function_path="_set.set_precision",
+            formula_path="_set.SET_PRECISION",
+            summary="relevant retrieved over retrieved",
             names=("set_precision",),
             trec=(TrecFamily("set_P"),),
             oracle="set_p_of_order",
         ),
         Measure(
-            "set_recall",
-            "_set.set_recall",
-            "_set.SET_RECALL",
-            "binary",
-            "relevant retrieved over relevant",
+            key="set_recall",
+            function_path="_set.set_recall",
+            formula_path="_set.SET_RECALL",
+            summary="relevant retrieved over relevant",
             trec=(TrecFamily("set_recall"),),
             context=("num_relevant",),
             oracle="set_recall_of_order",
         ),
         Measure(
-            "set_relative_P",
-            "_set.set_relative_precision",
-            "_set.SET_RELATIVE_PRECISION",
-            "binary",
-            "relevant retrieved over min(retrieved, relevant)",
+            key="set_relative_P",
+            function_path="_set.set_relative_precision",
+            formula_path="_set.SET_RELATIVE_PRECISION",
+            summary="relevant retrieved over min(retrieved, relevant)",
             names=("set_relative_precision",),
             trec=(TrecFamily("set_relative_P"),),
             context=("num_relevant",),
             oracle="set_relative_p_of_order",
         ),
         Measure(
-            "set_map",
-            "_set.set_average_precision",
-            "_set.SET_AVERAGE_PRECISION",
-            "binary",
-            "set precision times set recall (unranked AP)",
+            key="set_map",
+            function_path="_set.set_average_precision",
+            formula_path="_set.SET_AVERAGE_PRECISION",
+            summary="set precision times set recall (unranked AP)",
             names=("set_average_precision",),
             trec=(TrecFamily("set_map"),),
             context=("num_relevant",),
@@ -448,11 +430,10 @@ MEASURES: Mapping[str, Measure] = {
         # Bare set_F is beta = 1.0 and prints as set_F; set_F.x prints set_F_x
         # with x as written on the command line.
         Measure(
-            "set_F",
-            "_set.set_f",
-            "_set.SET_F",
-            "binary",
-            "weighted harmonic mean of set precision and set recall",
+            key="set_F",
+            function_path="_set.set_f",
+            formula_path="_set.SET_F",
+            summary="weighted harmonic mean of set precision and set recall",
             names=("set_f",),
             trec=(TrecFamily("set_F", "beta"),),
             context=("num_relevant",),
@@ -463,11 +444,10 @@ MEASURES: Mapping[str, Measure] = {
         # measure, printed utility_a,b,c,d); num_documents is trec_eval's -N,
         # which the command line passes as 0 when absent, as trec_eval does.
         Measure(
-            "utility",
-            "_set.utility",
-            "_set.UTILITY",
-            "binary",
-            "weighted sum of the retrieved/relevant contingency table",
+            key="utility",
+            function_path="_set.utility",
+            formula_path="_set.UTILITY",
+            summary="weighted sum of the retrieved/relevant contingency table",
             trec=(TrecFamily("utility", "coefficients"),),
             context=("num_relevant",),
             options=(
@@ -477,27 +457,24 @@ MEASURES: Mapping[str, Measure] = {
             oracle="utility_of_order",
         ),
         Measure(
-            "unj",
-            "_counts.unjudged",
-            "_counts.UNJUDGED",
-            "binary",
-            "unjudged documents in the top k, over k",
+            key="unj",
+            function_path="_counts.unjudged",
+            formula_path="_counts.UNJUDGED",
+            summary="unjudged documents in the top k, over k",
             names=("unjudged",),
             trec=(TrecFamily("unj", "k", (5, 10, 20)),),
             context=("judged",),
             oracle="unj_of_order",
-            tie_key="unjudged",
         ),
         # rbp.p=x and rbp_resid.p=x set p by name (trec_eval's name=value
         # pairs, printed rbp_p=x); bare rbp is p = 0.9. trec_eval reads no other pair for
         # rbp_resid, and integer-named pairs for rbp set gains per level,
         # which lodestar does not take.
         Measure(
-            "rbp",
-            "_rbp.rank_biased_precision",
-            "_rbp.RANK_BIASED_PRECISION",
-            "graded",
-            "rank-biased precision of Moffat and Zobel",
+            key="rbp",
+            function_path="_rbp.rank_biased_precision",
+            formula_path="_rbp.RANK_BIASED_PRECISION",
+            summary="rank-biased precision of Moffat and Zobel",
             names=("rank_biased_precision",),
             trec=(TrecFamily("rbp", "p"),),
             context=("max_label",),
@@ -505,40 +482,35 @@ MEASURES: Mapping[str, Measure] = {
             oracle="rbp_of_order",
         ),
         Measure(
-            "rbp_resid",
-            "_rbp.rank_biased_precision_residual",
-            "_rbp.RANK_BIASED_PRECISION_RESIDUAL",
-            "binary",
-            "the most unjudged documents could add to RBP",
+            key="rbp_resid",
+            function_path="_rbp.rank_biased_precision_residual",
+            formula_path="_rbp.RANK_BIASED_PRECISION_RESIDUAL",
+            summary="the most unjudged documents could add to RBP",
             names=("rank_biased_precision_residual",),
             trec=(TrecFamily("rbp_resid", "p"),),
             context=("judged",),
             options=(Option("p", 0.9, 0.5, (0.0, 1.0, "neither")),),
             oracle="rbp_resid_of_order",
-            # It reads which positions hold unjudged items, not relevance.
-            tie_key="unjudged",
         ),
         # Per query gm_map is average precision; trec_eval prints no -q line
         # for it, and its all line is exp(mean(log(max(AP, MIN_GEO_MEAN))))
         # over the evaluated queries (with -c: over every qrels query, a
         # missing one counting MIN_GEO_MEAN). See MIN_GEO_MEAN.
         Measure(
-            "gm_map",
-            "_average_precision.average_precision",
-            "_average_precision.AVERAGE_PRECISION",
-            "binary",
-            "average precision, averaged geometrically over queries",
+            key="gm_map",
+            function_path="_average_precision.average_precision",
+            formula_path="_average_precision.AVERAGE_PRECISION",
+            summary="average precision, averaged geometrically over queries",
             trec=(TrecFamily("gm_map"),),
             context=("num_relevant",),
             aggregate="geometric",
             oracle="ap_of_order",
         ),
         Measure(
-            "bpref",
-            "_bpref.bpref",
-            "_bpref.BPREF",
-            "binary",
-            "share of judged non-relevant documents each relevant one outranks",
+            key="bpref",
+            function_path="_bpref.bpref",
+            formula_path="_bpref.BPREF",
+            summary="share of judged non-relevant documents each relevant one outranks",
             trec=(TrecFamily("bpref"),),
             context=("num_relevant", "num_judged_nonrelevant", "judged"),
             oracle="bpref_of_order",
@@ -547,38 +519,30 @@ MEASURES: Mapping[str, Measure] = {
         # is exp of the mean of those logs, a query of the qrels missing from
         # the run (with -c) adding ln(1e-5); no per-query line is printed.
         Measure(
-            "gm_bpref",
-            "_bpref.bpref",
-            "_bpref.BPREF",
-            "binary",
-            "bpref, geometric mean over queries (each floored at 1e-5)",
+            key="gm_bpref",
+            function_path="_bpref.bpref",
+            formula_path="_bpref.BPREF",
+            summary="bpref, geometric mean over queries (each floored at 1e-5)",
             trec=(TrecFamily("gm_bpref"),),
             context=("num_relevant", "num_judged_nonrelevant", "judged"),
             aggregate="geometric",
             oracle="bpref_of_order",
         ),
         Measure(
-            "infAP",
-            "_infap.inferred_average_precision",
-            "_infap.INFERRED_AVERAGE_PRECISION",
-            "binary",
-            "inferred average precision over a judged sample of the pool",
+            key="infAP",
+            function_path="_infap.inferred_average_precision",
+            formula_path="_infap.INFERRED_AVERAGE_PRECISION",
+            summary="inferred average precision over a judged sample of the pool",
             names=("infap", "inferred_average_precision"),
             trec=(TrecFamily("infAP"),),
             context=("num_relevant", "judged", "pooled"),
             oracle="infap_of_order",
-            # It estimates the precision above a relevant item from the
-            # judged sample above it, and neither relevance order is always
-            # an extreme: with -l 2 on trec_eval's test files one order of
-            # the ties gives 0.3333, below the relevant-last order's 0.375.
-            tie_key=None,
         ),
         Measure(
-            "binG",
-            "_normalized_gain.binary_normalized_gain",
-            "_normalized_gain.BINARY_NORMALIZED_GAIN",
-            "binary",
-            "mean over relevant documents of 1 / log2(2 + non-relevant above)",
+            key="binG",
+            function_path="_normalized_gain.binary_normalized_gain",
+            formula_path="_normalized_gain.BINARY_NORMALIZED_GAIN",
+            summary="mean over relevant documents of 1 / log2(2 + non-relevant above)",
             names=("binary_normalized_gain",),
             trec=(TrecFamily("binG"),),
             context=("num_relevant", "judged"),
@@ -588,28 +552,22 @@ MEASURES: Mapping[str, Measure] = {
         # turns them into a `gain` callable on the labels (levels not named keep
         # gain = level); bare G is the relevance level as the gain.
         Measure(
-            "G",
-            "_normalized_gain.normalized_gain",
-            "_normalized_gain.NORMALIZED_GAIN",
-            "graded",
-            "gain over log2(2 + ideal cost - gain so far), over the ideal's total",
+            key="G",
+            function_path="_normalized_gain.normalized_gain",
+            formula_path="_normalized_gain.NORMALIZED_GAIN",
+            summary="gain over log2(2 + ideal cost - gain so far), over the ideal's total",
             names=("normalized_gain",),
             trec=(TrecFamily("G", "gain"),),
             context=("ideal_labels", "judged"),
             options=(Option("gain", "linear", "exp2"),),
             oracle="g_of_order",
-            # Its discount reads the gain collected so far, so a less relevant
-            # item placed early can lower it below relevant-last: labels
-            # 1, 1, 3, 2 give 0.689 against 0.704 for 1, 1, 2, 3.
-            tie_key=None,
         ),
         # Interpolated precision and the NDCG family of trec_eval (decision 0017).
         Measure(
-            "iprec_at_recall",
-            "_interpolated.interpolated_precision",
-            "_interpolated.INTERPOLATED_PRECISION",
-            "binary",
-            "interpolated precision at a recall level (one value per level)",
+            key="iprec_at_recall",
+            function_path="_interpolated.interpolated_precision",
+            formula_path="_interpolated.INTERPOLATED_PRECISION",
+            summary="interpolated precision at a recall level (one value per level)",
             trec=(
                 TrecFamily(
                     "iprec_at_recall",
@@ -623,11 +581,10 @@ MEASURES: Mapping[str, Measure] = {
             oracle="iprec_of_order",
         ),
         Measure(
-            "11pt_avg",
-            "_interpolated.eleven_point_average",
-            "_interpolated.ELEVEN_POINT_AVERAGE",
-            "binary",
-            "interpolated precision averaged over the recall levels 0, 0.1, ..., 1",
+            key="11pt_avg",
+            function_path="_interpolated.eleven_point_average",
+            formula_path="_interpolated.ELEVEN_POINT_AVERAGE",
+            summary="interpolated precision averaged over the recall levels 0, 0.1, ..., 1",
             names=("eleven_point_average",),
             trec=(TrecFamily("11pt_avg", "recall", combined=True),),
             context=("num_relevant",),
@@ -635,11 +592,10 @@ MEASURES: Mapping[str, Measure] = {
             oracle="eleven_pt_of_order",
         ),
         Measure(
-            "ndcg_rel",
-            "_ndcg_averages.ndcg_at_relevant",
-            "_ndcg_averages.NDCG_AT_RELEVANT",
-            "graded",
-            "NDCG averaged at the ranks of the positive-gain documents",
+            key="ndcg_rel",
+            function_path="_ndcg_averages.ndcg_at_relevant",
+            formula_path="_ndcg_averages.NDCG_AT_RELEVANT",
+            summary="NDCG averaged at the ranks of the positive-gain documents",
             names=("ndcg_at_relevant",),
             trec=(TrecFamily("ndcg_rel", "gain", combined=True),),
             context=("ideal_labels", "judged"),
@@ -647,11 +603,10 @@ MEASURES: Mapping[str, Measure] = {
             oracle="ndcg_rel_of_order",
         ),
         Measure(
-            "Rndcg",
-            "_ndcg_averages.ndcg_at_gain_levels",
-            "_ndcg_averages.NDCG_AT_GAIN_LEVELS",
-            "graded",
-            "NDCG averaged where the ideal ranking's gain changes",
+            key="Rndcg",
+            function_path="_ndcg_averages.ndcg_at_gain_levels",
+            formula_path="_ndcg_averages.NDCG_AT_GAIN_LEVELS",
+            summary="NDCG averaged where the ideal ranking's gain changes",
             names=("ndcg_at_gain_levels",),
             trec=(TrecFamily("Rndcg", "gain", combined=True),),
             context=("ideal_labels", "judged", "num_relevant"),

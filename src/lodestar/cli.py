@@ -600,8 +600,6 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         qrels = _read_qrels(args, definitions, progress)
         run = _open(args.run, evaluation.read_run, progress)
         progress.begin("evaluating")
-        if args.tie_range:
-            _note_measures_without_tie_range(requests)
         joined, results, extremes, withheld = evaluation.run_joined(
             qrels,
             run,
@@ -615,6 +613,11 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
             progress=progress,
             ready=_startup.jax_loaded(progress, "evaluating"),
         )
+        # Only now: a measure's tie key is its formula's, which imports JAX's
+        # side of lodestar, and the main thread imports none of it while the
+        # loader thread may still be importing JAX.
+        if args.tie_range:
+            _note_measures_without_tie_range(requests)
         if withheld is not None:
             _terminal.note(f"--tie-range: {withheld}")
         _note_dropped(joined, args.complete)

@@ -30,7 +30,9 @@ def _average_precision(lists: _kernel.Lists, k):
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
-AVERAGE_PRECISION = _kernel.Formula("average_precision", _average_precision)
+AVERAGE_PRECISION = _kernel.Formula(
+    "average_precision", _average_precision, labels="binary", nonnegative_labels=True
+)
 
 
 def _precision_at_own_rank(items: _rank_sums.Items, view: _rank_sums.RankView):
@@ -147,6 +149,5 @@ def average_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
     )

@@ -40,7 +40,7 @@ def _bpref(lists: _kernel.Lists, k):
     return jnp.clip(_kernel.ratio_or_zero(found, total_relevant), 0, 1)
 
 
-BPREF = _kernel.Formula("bpref", _bpref, uses_order=True)
+BPREF = _kernel.Formula("bpref", _bpref, uses_order=True, labels="binary", nonnegative_labels=True)
 
 
 @_docs.shared
@@ -165,7 +165,6 @@ def bpref(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         item_context={"judged": judged},
         list_context={
             "num_relevant": _validation.check_num_relevant(

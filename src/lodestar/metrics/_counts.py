@@ -47,13 +47,30 @@ def _unjudged(lists: _kernel.Lists, k, *, cutoff):
     return _kernel.ratio_or_zero(found, _precision.slots(lists, cutoff))
 
 
-NUM_RETRIEVED = _kernel.Formula("num_retrieved", _num_retrieved)
-NUM_RELEVANT = _kernel.Formula("num_relevant", _num_relevant)
-NUM_RELEVANT_RETRIEVED = _kernel.Formula("num_relevant_retrieved", _num_relevant_retrieved)
-NUM_NONRELEVANT_JUDGED_RETRIEVED = _kernel.Formula(
-    "num_nonrelevant_judged_retrieved", _num_nonrelevant_judged_retrieved
+NUM_RETRIEVED = _kernel.Formula(
+    "num_retrieved", _num_retrieved, labels="binary", nonnegative_labels=True
 )
-UNJUDGED = _kernel.Formula("unjudged", _unjudged, with_cutoff=_precision.requested_cutoff)
+NUM_RELEVANT = _kernel.Formula(
+    "num_relevant", _num_relevant, labels="binary", nonnegative_labels=True
+)
+NUM_RELEVANT_RETRIEVED = _kernel.Formula(
+    "num_relevant_retrieved", _num_relevant_retrieved, labels="binary", nonnegative_labels=True
+)
+NUM_NONRELEVANT_JUDGED_RETRIEVED = _kernel.Formula(
+    "num_nonrelevant_judged_retrieved",
+    _num_nonrelevant_judged_retrieved,
+    labels="binary",
+    nonnegative_labels=True,
+    tie_key="judged_nonrelevant",
+)
+UNJUDGED = _kernel.Formula(
+    "unjudged",
+    _unjudged,
+    with_cutoff=_precision.requested_cutoff,
+    labels="binary",
+    nonnegative_labels=True,
+    tie_key="unjudged",
+)
 
 
 @_docs.shared
@@ -113,7 +130,6 @@ def num_retrieved(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
     )
 
 
@@ -190,7 +206,6 @@ def num_relevant(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
         num_relevant=num_relevant,
     )
@@ -262,7 +277,6 @@ def num_relevant_retrieved(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
     )
 
@@ -334,7 +348,6 @@ def num_nonrelevant_judged_retrieved(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
     )
 
@@ -412,6 +425,5 @@ def unjudged(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
     )

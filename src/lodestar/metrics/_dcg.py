@@ -95,13 +95,15 @@ def _ndcg(lists: _kernel.Lists, k, *, gain, cut_ideal=True, ideal_k=None):
     return _kernel.ratio_or_zero(value, ideal)
 
 
-DCG = _kernel.Formula("dcg", _dcg, static=("gain",))
+DCG = _kernel.Formula("dcg", _dcg, static=("gain",), labels="graded")
 NDCG = _kernel.Formula(
     "ndcg",
     _ndcg,
     static=("gain", "cut_ideal"),
     # A judged pool is cut at the requested k, or not at all (decision 0017).
     with_cutoff=lambda k: {"cut_ideal": k is not None, "ideal_k": 0 if k is None else k},
+    labels="graded",
+    nonnegative_labels=True,
 )
 
 
@@ -327,7 +329,6 @@ def ndcg(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
         options={"gain": gain},
         list_context={"ideal_labels": ideal_labels, "ideal_where": ideal_where},

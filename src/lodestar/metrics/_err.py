@@ -104,7 +104,7 @@ def _err(lists: _kernel.Lists, k, *, max_label):
     return jnp.where(jnp.any(lists.valid & (grades > ceiling), axis=-1), jnp.nan, value)
 
 
-ERR = _kernel.Formula("err", _err, uses_order=True)
+ERR = _kernel.Formula("err", _err, uses_order=True, labels="graded", nonnegative_labels=True)
 
 
 def _err_utility(items: _rank_sums.Items, view: _rank_sums.RankView):
@@ -229,6 +229,5 @@ def err(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         options={"max_label": max_label},
     )

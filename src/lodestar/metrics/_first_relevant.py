@@ -36,8 +36,8 @@ def _hits(lists: _kernel.Lists, k):
     return 1 - _ranking.probability_none_relevant_first(block, slots, length, lists.dtype)
 
 
-RECIPROCAL_RANK = _kernel.Formula("reciprocal_rank", _reciprocal_rank)
-HITS = _kernel.Formula("hits", _hits)
+RECIPROCAL_RANK = _kernel.Formula("reciprocal_rank", _reciprocal_rank, labels="binary")
+HITS = _kernel.Formula("hits", _hits, labels="binary", nonnegative_labels=True)
 
 
 @_docs.shared
@@ -195,5 +195,4 @@ def hits(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
     )

@@ -404,10 +404,18 @@ def _eleven_point_average(lists: _kernel.Lists, k, *, recall, **engine):
 
 
 INTERPOLATED_PRECISION = _kernel.Formula(
-    "interpolated_precision", _interpolated_precision, uses_order=True
+    "interpolated_precision",
+    _interpolated_precision,
+    uses_order=True,
+    labels="binary",
+    nonnegative_labels=True,
 )
 ELEVEN_POINT_AVERAGE = _kernel.Formula(
-    "eleven_point_average", _eleven_point_average, uses_order=True
+    "eleven_point_average",
+    _eleven_point_average,
+    uses_order=True,
+    labels="binary",
+    nonnegative_labels=True,
 )
 
 
@@ -539,7 +547,6 @@ def interpolated_precision(
             segments=segments,
             max_segments=max_segments,
             max_segment_size=max_segment_size,
-            nonnegative_labels=True,
             options={"recall": level},
             num_relevant=num_relevant,
         )
@@ -627,7 +634,6 @@ def eleven_point_average(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         options={"recall": levels},
         num_relevant=num_relevant,
     )

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -93,6 +93,16 @@ class Formula:
         int), for a formula that needs more than the clipped ``k`` (precision
         divides by the requested ``k``); None if it needs nothing more.
       uses_order: Whether it asks the ranking for its rank order.
+      labels: ``"graded"`` (gains from the label's value) or ``"binary"``
+        (relevant or not).
+      nonnegative_labels: Whether it refuses negative labels.
+      tie_key: What ranking tied items by gives its smallest and largest
+        value over every order of the ties: ``"relevance"`` (the label, or
+        whether it is relevant, as ``labels`` says; an unjudged item least),
+        ``"unjudged"`` (whether the item is unjudged: the measure reads only
+        that), or ``"judged_nonrelevant"`` (a count of judged non-relevant
+        items); None where no such key is known. :func:`lodestar.metrics.tie_range`
+        and ``--tie-range`` read it.
     """
 
     name: str
@@ -101,6 +111,9 @@ class Formula:
     exploits_cutoff: bool = True
     with_cutoff: Callable[[int | None], dict[str, Any]] | None = None
     uses_order: bool = False
+    labels: Literal["graded", "binary"] = "graded"
+    nonnegative_labels: bool = False
+    tie_key: Literal["relevance", "unjudged", "judged_nonrelevant"] | None = "relevance"
 
     def options(self, k: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
         """The options to call ``compute`` with for the requested cut-off ``k``."""
@@ -215,7 +228,6 @@ def evaluate(
     segments=None,
     max_segments=None,
     max_segment_size=None,
-    nonnegative_labels: bool = False,
     judged=None,
     num_relevant=None,
     options: Mapping[str, Any] | None = None,
@@ -235,7 +247,6 @@ def evaluate(
       segments: Packed-list ids, or None.
       max_segments: See :mod:`lodestar._segments`.
       max_segment_size: See :mod:`lodestar._segments`.
-      nonnegative_labels: Refuse negative labels in real items.
       judged: The public ``judged`` mask, or None; checked here (first) and
         laid out as the item context ``judged`` unless ``item_context`` has
         one, checked by the caller.
@@ -251,6 +262,7 @@ def evaluate(
     Returns:
       ``(...)`` (or ``(..., max_segments)``) one value per list.
     """
+    nonnegative_labels = formula.nonnegative_labels
     judged = _validation.check_item_mask(judged, scores, name="judged", caller=caller)
     num_relevant = _validation.check_num_relevant(
         num_relevant, scores, segments, max_segments, caller=caller

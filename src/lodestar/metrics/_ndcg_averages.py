@@ -181,8 +181,20 @@ def _ndcg_at_relevant(lists: _kernel.Lists, k, *, gain):
     return _kernel.ratio_or_zero(jnp.maximum(total, 0), count.astype(dtype))
 
 
-NDCG_AT_RELEVANT = _kernel.Formula("ndcg_at_relevant", _ndcg_at_relevant, static=("gain",))
-NDCG_AT_GAIN_LEVELS = _kernel.Formula("ndcg_at_gain_levels", _ndcg_at_gain_levels, static=("gain",))
+NDCG_AT_RELEVANT = _kernel.Formula(
+    "ndcg_at_relevant",
+    _ndcg_at_relevant,
+    static=("gain",),
+    labels="graded",
+    nonnegative_labels=True,
+)
+NDCG_AT_GAIN_LEVELS = _kernel.Formula(
+    "ndcg_at_gain_levels",
+    _ndcg_at_gain_levels,
+    static=("gain",),
+    labels="graded",
+    nonnegative_labels=True,
+)
 
 
 def _evaluate(
@@ -218,7 +230,6 @@ def _evaluate(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
         num_relevant=num_relevant,
         options={"gain": gain},

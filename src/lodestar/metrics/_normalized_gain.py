@@ -291,10 +291,23 @@ def _normalized_gain(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
 
 
 BINARY_NORMALIZED_GAIN = _kernel.Formula(
-    "binary_normalized_gain", _binary_normalized_gain, uses_order=True
+    "binary_normalized_gain",
+    _binary_normalized_gain,
+    uses_order=True,
+    labels="binary",
+    nonnegative_labels=True,
 )
+# No tie key: its discount reads the gain collected so far, so a less
+# relevant item placed early can lower it below relevant-last (labels 1, 1, 3,
+# 2 give 0.689 against 0.704 for 1, 1, 2, 3).
 NORMALIZED_GAIN = _kernel.Formula(
-    "normalized_gain", _normalized_gain, static=("gain",), uses_order=True
+    "normalized_gain",
+    _normalized_gain,
+    static=("gain",),
+    uses_order=True,
+    labels="graded",
+    nonnegative_labels=True,
+    tie_key=None,
 )
 
 
@@ -386,7 +399,6 @@ def binary_normalized_gain(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         judged=judged,
         num_relevant=num_relevant,
     )
@@ -542,7 +554,6 @@ def normalized_gain(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         options={"gain": gain},
         item_context={"judged": judged},
         list_context={"ideal_labels": ideal_labels, "ideal_where": ideal_where},

@@ -48,11 +48,9 @@ def _recall(lists: _kernel.Lists, k):
 
 
 PRECISION = _kernel.Formula(
-    "precision",
-    _precision,
-    with_cutoff=requested_cutoff,
+    "precision", _precision, with_cutoff=requested_cutoff, labels="binary", nonnegative_labels=True
 )
-RECALL = _kernel.Formula("recall", _recall)
+RECALL = _kernel.Formula("recall", _recall, labels="binary", nonnegative_labels=True)
 
 
 def _relevant(items: _rank_sums.Items, view: _rank_sums.RankView):
@@ -154,7 +152,6 @@ def precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
     )
 
 
@@ -228,6 +225,5 @@ def recall(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
     )

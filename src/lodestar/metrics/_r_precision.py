@@ -64,11 +64,13 @@ def _relative_precision(lists: _kernel.Lists, k, *, cutoff):
     return _kernel.ratio_or_zero(found, best)
 
 
-R_PRECISION = _kernel.Formula("r_precision", _r_precision)
+R_PRECISION = _kernel.Formula("r_precision", _r_precision, labels="binary", nonnegative_labels=True)
 RELATIVE_PRECISION = _kernel.Formula(
     "relative_precision",
     _relative_precision,
     with_cutoff=_precision.requested_cutoff,
+    labels="binary",
+    nonnegative_labels=True,
 )
 
 
@@ -167,7 +169,6 @@ def r_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         options={"multiple": multiple},
         num_relevant=num_relevant,
     )
@@ -248,6 +249,5 @@ def relative_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
     )

@@ -55,9 +55,16 @@ def _rank_biased_precision_residual(lists: _kernel.Lists, k, *, p):
     return tail * (1 - none) + spread
 
 
-RANK_BIASED_PRECISION = _kernel.Formula("rank_biased_precision", _rank_biased_precision)
+RANK_BIASED_PRECISION = _kernel.Formula(
+    "rank_biased_precision", _rank_biased_precision, labels="graded", nonnegative_labels=True
+)
+# It reads which positions hold unjudged items, not relevance.
 RANK_BIASED_PRECISION_RESIDUAL = _kernel.Formula(
-    "rank_biased_precision_residual", _rank_biased_precision_residual
+    "rank_biased_precision_residual",
+    _rank_biased_precision_residual,
+    labels="binary",
+    nonnegative_labels=True,
+    tie_key="unjudged",
 )
 
 
@@ -176,7 +183,6 @@ def rank_biased_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         options=options,
         list_context={"max_label": per_list},
     )
@@ -277,7 +283,6 @@ def rank_biased_precision_residual(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         options={"p": p},
         judged=judged,
     )

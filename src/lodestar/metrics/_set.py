@@ -97,12 +97,18 @@ def _utility(lists: _kernel.Lists, k, *, coefficients, num_documents):
     return jnp.where(jnp.any(lists.valid, axis=-1), value, 0)
 
 
-SET_PRECISION = _kernel.Formula("set_precision", _set_precision)
-SET_RECALL = _kernel.Formula("set_recall", _set_recall)
-SET_RELATIVE_PRECISION = _kernel.Formula("set_relative_precision", _set_relative_precision)
-SET_AVERAGE_PRECISION = _kernel.Formula("set_average_precision", _set_average_precision)
-SET_F = _kernel.Formula("set_f", _set_f)
-UTILITY = _kernel.Formula("utility", _utility)
+SET_PRECISION = _kernel.Formula(
+    "set_precision", _set_precision, labels="binary", nonnegative_labels=True
+)
+SET_RECALL = _kernel.Formula("set_recall", _set_recall, labels="binary", nonnegative_labels=True)
+SET_RELATIVE_PRECISION = _kernel.Formula(
+    "set_relative_precision", _set_relative_precision, labels="binary", nonnegative_labels=True
+)
+SET_AVERAGE_PRECISION = _kernel.Formula(
+    "set_average_precision", _set_average_precision, labels="binary", nonnegative_labels=True
+)
+SET_F = _kernel.Formula("set_f", _set_f, labels="binary", nonnegative_labels=True)
+UTILITY = _kernel.Formula("utility", _utility, labels="binary", nonnegative_labels=True)
 
 
 @_docs.shared
@@ -176,7 +182,6 @@ def set_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
     )
 
 
@@ -238,7 +243,6 @@ def set_recall(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
     )
 
@@ -302,7 +306,6 @@ def set_relative_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
     )
 
@@ -378,7 +381,6 @@ def set_average_precision(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
     )
 
@@ -467,7 +469,6 @@ def set_f(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
         options={"beta": beta},
     )
@@ -582,7 +583,6 @@ def utility(
         segments=segments,
         max_segments=max_segments,
         max_segment_size=max_segment_size,
-        nonnegative_labels=True,
         num_relevant=num_relevant,
         options={
             "coefficients": coefficients,
