@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 
-from lodestar import _terminal, evaluation
+from lodestar import _interrupt, _terminal, evaluation
 
 
 def configure_jax() -> None:
@@ -113,5 +113,6 @@ def jax_loaded(progress: _terminal.Progress, stage: str):
             progress.begin("loading JAX")
             _loader.join()
             progress.begin(stage)
+        _interrupt.raise_if_interrupted()
 
     return ready

@@ -885,6 +885,8 @@ def console() -> None:
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _startup.WithoutPandas())
     try:
+        # A Ctrl-C that a finaliser swallowed while the modules imported.
+        _interrupt.raise_if_interrupted()
         _startup.load_in_background()
         # Flushing is inside: the results can still be waiting on a full pipe
         # when Ctrl-C comes.
