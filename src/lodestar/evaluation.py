@@ -409,6 +409,16 @@ def run_joined(
     return Evaluated(joined, values, extremes)
 
 
+def _check_switches(caller: str, **values) -> dict[str, bool]:
+    """Each on/off keyword as a bool, refused in scikit-learn's words if it is not one."""
+    from lodestar import _validation
+
+    return {
+        name: _validation.check_bool(value, name=name, caller=caller)
+        for name, value in values.items()
+    }
+
+
 def _check_cut(relevance_level, max_documents, *, caller: str) -> tuple[int, int | None]:
     """``relevance_level`` (an int >= 0) and ``max_documents`` (an int >= 1 or None)."""
     from lodestar import _validation
@@ -538,18 +548,16 @@ def evaluate(
     from lodestar import _validation
 
     caller = "evaluate"
-    switches = {
-        name: _validation.check_bool(value, name=name, caller=caller)
-        for name, value in (
-            ("complete", complete),
-            ("ignore_ties", ignore_ties),
-            ("trec_eval", trec_eval),
-            ("judged_only", judged_only),
-            ("judgment_groups", judgment_groups),
-            ("single_precision", single_precision),
-            ("tie_range", tie_range),
-        )
-    }
+    switches = _check_switches(
+        caller,
+        complete=complete,
+        ignore_ties=ignore_ties,
+        trec_eval=trec_eval,
+        judged_only=judged_only,
+        judgment_groups=judgment_groups,
+        single_precision=single_precision,
+        tie_range=tie_range,
+    )
     requests = _requests(measures, judgment_groups=switches["judgment_groups"])
     relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller=caller)
     num_documents = _validation.check_int_or_none(
@@ -672,17 +680,10 @@ def compare(
       tests for information retrieval evaluation", CIKM 2007.
       https://doi.org/10.1145/1321440.1321528
     """
-    from lodestar import _validation
-
     caller = "compare"
-    switches = {
-        name: _validation.check_bool(value, name=name, caller=caller)
-        for name, value in (
-            ("complete", complete),
-            ("ignore_ties", ignore_ties),
-            ("trec_eval", trec_eval),
-        )
-    }
+    switches = _check_switches(
+        caller, complete=complete, ignore_ties=ignore_ties, trec_eval=trec_eval
+    )
     requests = _requests(measures)
     relevance_level, _ = _check_cut(relevance_level, None, caller=caller)
     if not isinstance(runs, Mapping):
