@@ -526,3 +526,45 @@ def eleven_pt_of_order(labels, order, *, k=None, recall=ELEVEN, num_relevant=Non
         for level in recall
     ]
     return sum(values) / len(values)
+
+
+ORACLES = {
+    "ndcg": ndcg_of_order,
+    "dcg": dcg_of_order,
+    "mrr": rr_of_order,
+    "map": ap_of_order,
+    "P": precision_of_order,
+    "recall": recall_of_order,
+    "hits": hits_of_order,
+    "err": err_of_order,
+    "num_ret": num_ret_of_order,
+    "num_rel": num_rel_of_order,
+    "num_rel_ret": num_rel_ret_of_order,
+    "num_nonrel_judged_ret": num_nonrel_judged_ret_of_order,
+    "Rprec": rprec_mult_of_order,
+    "relative_P": relative_precision_of_order,
+    "set_P": set_p_of_order,
+    "set_recall": set_recall_of_order,
+    "set_relative_P": set_relative_p_of_order,
+    "set_map": set_map_of_order,
+    "set_F": set_f_of_order,
+    "utility": utility_of_order,
+    "unj": unj_of_order,
+    "rbp": rbp_of_order,
+    "rbp_resid": rbp_resid_of_order,
+    "gm_map": ap_of_order,
+    "bpref": bpref_of_order,
+    "gm_bpref": bpref_of_order,
+    "infAP": infap_of_order,
+    "binG": bing_of_order,
+    "G": g_of_order,
+    "iprec_at_recall": iprec_of_order,
+    "11pt_avg": eleven_pt_of_order,
+    "ndcg_rel": ndcg_rel_of_order,
+    "Rndcg": rndcg_of_order,
+}
+"""Each registry key's brute-force reference on one explicit order.
+
+A test holds its keys equal to ``lodestar._registry.MEASURES``'s, so a new
+measure cannot go without its oracle.
+"""

@@ -1,7 +1,7 @@
 """Invariance tests over every exact measure of the registry (``lodestar._registry``).
 
 A measure that joins ``MEASURES`` inherits every test here: the all-orders
-oracle (tests/oracles.py, named by the registry entry), the descending-index
+oracle (tests/oracles.py's ORACLES, by registry key), the descending-index
 order, padding anywhere, empty and padding-only lists, jit, vmap, batching,
 packed lists, integer, boolean and half-precision scores, float32 against
 float64, a zero gradient in the scores, the NaN rule under ``jit``, and the
@@ -45,7 +45,13 @@ def metric(key):
 def oracle(key):
     """The brute-force reference on one explicit order, with the same options."""
     entry = measure(key)
-    return functools.partial(getattr(oracles, entry.oracle), **entry.required_options)
+    return functools.partial(oracles.ORACLES[key], **entry.required_options)
+
+
+def test_every_measure_has_its_oracle():
+    # The oracles are the tests' data, kept beside them; a measure without
+    # one would silently skip every test of this module that reads it.
+    assert list(oracles.ORACLES) == KEYS
 
 
 def cutoffs(key, n):

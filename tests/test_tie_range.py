@@ -21,13 +21,14 @@ import tiers
 from hypothesis import example, given
 
 from lodestar import _registry, metrics
+from lodestar.metrics import _kernel
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 
 
 def values_over_orders(key, scores, labels, **options):
     entry = _registry.MEASURES[key]
-    oracle = functools.partial(getattr(oracles, entry.oracle), **entry.required_options)
+    oracle = functools.partial(oracles.ORACLES[key], **entry.required_options)
     return [oracle(labels, order, **options) for order in oracles.tie_orders(scores)]
 
 
@@ -55,7 +56,7 @@ def test_the_range_is_the_extremes_over_every_order(key, batch):
     scores, labels, judged = batch
     # A measure whose oracle reads judgments gets them; unjudged items are
     # what three measures order their ties by.
-    oracle = inspect.signature(getattr(oracles, entry.oracle))
+    oracle = inspect.signature(oracles.ORACLES[key])
     context = {"judged": judged} if "judged" in oracle.parameters else {}
     for k in (None, 2, 4) if entry.cutoff else (None,):
         options = {"k": k} if entry.cutoff else {}
@@ -113,6 +114,34 @@ def test_refuses_its_own_tie_options():
         metrics.tie_range(metrics.ndcg, jnp.zeros(3), jnp.ones(3), ignore_ties=True)
     with pytest.raises(ValueError, match="takes no segments"):
         metrics.tie_range(metrics.ndcg, jnp.zeros(3), jnp.ones(3), segments=jnp.zeros(3, int))
+
+
+def test_finds_the_formula_through_partials_and_wrappers_and_refuses_other_functions():
+    # What orders the ties is the formula's; a function that carries none is
+    # refused rather than ordered by a guess (graded relevance was assumed).
+    scores, labels = jnp.array([0.5, 0.5, 0.5]), jnp.array([0, 1, 0])
+    judged = jnp.array([True, True, False])
+    expected = metrics.tie_range(metrics.unjudged, scores, labels, k=1, judged=judged)
+
+    @functools.wraps(metrics.unjudged)
+    def wrapped(*args, **kwargs):
+        return metrics.unjudged(*args, **kwargs)
+
+    at_one = functools.partial(metrics.unjudged, k=1)
+    for metric in (at_one, functools.partial(wrapped, k=1)):
+        np.testing.assert_array_equal(
+            metrics.tie_range(metric, scores, labels, judged=judged), expected
+        )
+    # The unjudged item ranks last at the low end, first at the high end.
+    np.testing.assert_array_equal(expected, (0.0, 1.0))
+    with pytest.raises(TypeError, match="pass one of them, or a functools.partial"):
+        metrics.tie_range(lambda s, y, **kw: metrics.ndcg(s, y, **kw), scores, labels)
+
+
+def test_every_public_function_of_the_registry_carries_the_formula_it_evaluates():
+    for measure in _registry.MEASURES.values():
+        assert isinstance(measure.function.formula, _kernel.Formula), measure.key
+    assert metrics.ndcg.formula.labels == "graded" and metrics.precision.formula.labels == "binary"
 
 
 # --- the command line's --tie-range, at every relevance level ----------------------

@@ -7,19 +7,31 @@ to ``docs/``. Use it in a MyST page as::
     ```{measure-table}
     ```
 
-The table is built from docutils nodes, so it reads the same from MyST and
-reStructuredText.
+for the front page's table (the Python function of each measure), or with
+``:layout: command-line`` for the command-line page's, which spells out the
+trec_eval names with the parameters a bare family stands for (from
+``lodestar._trec.families``). The table is built from docutils nodes, so it
+reads the same from MyST and reStructuredText.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 HEADER = ("command line", "function", "labels", "what it computes", "trec_eval names")
+COMMAND_LINE_HEADER = (
+    "key",
+    "other lodestar names",
+    "trec_eval names (a bare family means)",
+    "labels",
+    "what it computes",
+)
 
 
 def command_line_names(measure) -> list[str]:
@@ -32,15 +44,94 @@ def command_line_names(measure) -> list[str]:
 
 def trec_names(measure) -> list[str]:
     """trec_eval's names for the measure (``P.k`` for a family with a cut-off)."""
+    families = importlib.import_module("lodestar._trec.families").FAMILIES
     return [
         family.name if family.parameter is None else f"{family.name}.{family.parameter}"
-        for family in getattr(measure, "trec", ())
+        for family in families.get(measure.key, ())
     ]
 
 
 def function_name(measure) -> str:
     """The name of the measure's function in :mod:`lodestar.metrics`."""
     return measure.function_path.rpartition(".")[2]
+
+
+def _shown(value) -> str:
+    """A parameter value as a reader writes it: ``1`` for 1.0, ``−1`` with a real minus."""
+    if isinstance(value, tuple):
+        return ", ".join(_shown(v) for v in value)
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return text.replace("-", "\u2212")
+
+
+def _values(family, values) -> str:
+    """A family's default parameters, abbreviated past three."""
+    cutoffs = importlib.import_module("lodestar._trec.families").TREC_CUTOFFS
+    if tuple(values) == cutoffs:
+        return "*C*"
+    shown = [family.value_format.format(v) for v in values]
+    return ", ".join(shown) if len(shown) <= 3 else f"{shown[0]}, {shown[1]}, \u2026, {shown[-1]}"
+
+
+def _family_text(measure, family) -> str:
+    """How one trec_eval family of the measure is written, with what its bare name means."""
+    default = {o.name: o.default for o in measure.options}.get(family.parameter)
+    name = f"`{family.name}`"
+    if family.parameter is None:
+        text = name
+    elif family.parameter == "gain":
+        example = "1=3,2=9" if family.name == "ndcg" else "1=3.5" if family.name == "G" else ""
+        text = f"{name}, with a gain table" + (f" `{family.name}.{example}`" if example else "")
+    elif family.defaults:
+        text = f"{name} ({_values(family, family.defaults)})"
+    elif family.combined:
+        levels = [f"{v:.1f}" for v in default]
+        text = (
+            f"{name} (the levels {levels[0]}, {levels[1]}, \u2026, {levels[-1]}); "
+            f"`{family.name}.x,y,\u2026`"
+        )
+    elif family.parameter == "coefficients":
+        text = f"{name} ({_shown(default)}); `{family.name}.a,b,c,d`"
+    elif family.parameter == "beta":
+        text = f"{name} (x = {_shown(default)}); `{family.name}.x`"
+    else:
+        text = (
+            f"{name} ({family.parameter} = {_shown(default)}); `{family.name}.{family.parameter}=x`"
+        )
+    return text + (" under `-R qrels_jg`" if family.judgment_groups else "")
+
+
+def command_line_row(measure) -> tuple[str, str, str, str, str]:
+    """The command-line page's row for ``measure``, each cell as Markdown-style text."""
+    registry = importlib.import_module("lodestar._registry")
+    families = importlib.import_module("lodestar._trec.families").FAMILIES.get(measure.key, ())
+    required = [
+        o for o in measure.options if o.default is registry.REQUIRED and o.name != "max_label"
+    ]
+    if required:
+        names = f"none: give the level, `{families[0].name}.{required[0].example}`"
+    else:
+        names = ", ".join(f"`{name}`" for name in measure.names)
+    trec = "; ".join(_family_text(measure, family) for family in families)
+    labels = measure.labels + (", count" if measure.counts else "")
+    return f"`{measure.key}`", names, trec, labels, measure.summary
+
+
+def _marked(text: str) -> list[nodes.Node]:
+    """Text whose backquoted spans are literals and whose ``*C*`` is emphasis."""
+    if not text:
+        return [nodes.Text("\u2014")]
+    cell: list[nodes.Node] = []
+    for index, piece in enumerate(re.split(r"`([^`]*)`", text)):
+        if index % 2:
+            cell.append(nodes.literal(piece, piece))
+            continue
+        for part_index, part in enumerate(re.split(r"\*([^*]+)\*", piece)):
+            if part_index % 2:
+                cell.append(nodes.emphasis(part, part))
+            elif part:
+                cell.append(nodes.Text(part))
+    return cell
 
 
 def _literals(words: list[str]) -> list[nodes.Node]:
@@ -80,13 +171,13 @@ def _row(cells: list[list[nodes.Node]]) -> nodes.row:
     return row
 
 
-def _table(body: list[list[list[nodes.Node]]]) -> nodes.table:
+def _table(header, body: list[list[list[nodes.Node]]]) -> nodes.table:
     table = nodes.table(classes=["lodestar-measures"])
-    group = nodes.tgroup(cols=len(HEADER))
+    group = nodes.tgroup(cols=len(header))
     table += group
-    group += [nodes.colspec(colwidth=1) for _ in HEADER]
+    group += [nodes.colspec(colwidth=1) for _ in header]
     head = nodes.thead()
-    head += _row([[nodes.Text(title)] for title in HEADER])
+    head += _row([[nodes.Text(title)] for title in header])
     rows = nodes.tbody()
     rows += [_row(cells) for cells in body]
     group += [head, rows]
@@ -97,10 +188,14 @@ class MeasureTable(SphinxDirective):
     """Every measure of the registry, as a table."""
 
     has_content = False
+    option_spec = {"layout": lambda text: directives.choice(text, ("python", "command-line"))}
 
     def run(self) -> list[nodes.Node]:
         """Build the table from the registry."""
         registry = importlib.import_module("lodestar._registry")
+        if self.options.get("layout") == "command-line":
+            rows = [command_line_row(measure) for measure in registry.MEASURES.values()]
+            return [_table(COMMAND_LINE_HEADER, [[_marked(c) for c in row] for row in rows])]
         metrics = importlib.import_module("lodestar.metrics")
         exported = set(metrics.__all__)
         body = [
@@ -108,12 +203,12 @@ class MeasureTable(SphinxDirective):
                 _literals(command_line_names(measure)),
                 _function(function_name(measure), exported, self.env.docname),
                 [nodes.Text(measure.labels)],
-                [nodes.Text(measure.summary)],
+                _marked(measure.summary),
                 _literals(trec_names(measure)),
             ]
             for measure in registry.MEASURES.values()
         ]
-        return [_table(body)]
+        return [_table(HEADER, body)]
 
 
 def setup(app):

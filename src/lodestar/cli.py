@@ -389,7 +389,7 @@ def _write_table(
             relstrings[r.name] = evaluation.relstrings(joined, length)
 
     def line(request, qid: bytes, value, bounds: tuple = ()) -> bytes:
-        integer = request.measure.integer
+        integer = request.measure.counts
         text = b"%-22s\t%s\t%s" % (
             request.name.encode(),
             qid,

@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from lodestar import _registry
+from lodestar._trec import families as _families
 
 
 class Request(NamedTuple):
@@ -122,13 +123,13 @@ OFFICIAL = TREC_ORDER[: TREC_ORDER.index("P") + 1]
 
 JUDGMENT_GROUP_ORDER = tuple(
     family.name
-    for measure in _registry.MEASURES.values()
-    for family in measure.trec
+    for key_families in _families.FAMILIES.values()
+    for family in key_families
     if family.judgment_groups
 )
-"""trec_eval's measures averaged over judgment groups (``-R qrels_jg``), from the registry.
+"""trec_eval's measures averaged over judgment groups (``-R qrels_jg``), from the families.
 
-In registry order, which is trec_eval's: ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg``.
+In the table's order, which is trec_eval's: ``map_avgjg``, ``P_avgjg``, ``Rprec_mult_avgjg``.
 """
 
 GROUPS = {
@@ -146,11 +147,11 @@ def _lodestar_names() -> dict[str, _registry.Measure]:
     return names
 
 
-def _trec_families() -> dict[str, tuple[_registry.Measure, _registry.TrecFamily]]:
+def _trec_families() -> dict[str, tuple[_registry.Measure, _families.TrecFamily]]:
     return {
-        family.name.lower(): (measure, family)
-        for measure in _registry.MEASURES.values()
-        for family in measure.trec
+        family.name.lower(): (_registry.MEASURES[key], family)
+        for key, key_families in _families.FAMILIES.items()
+        for family in key_families
     }
 
 
@@ -287,7 +288,8 @@ def _check_required(text: str, measure: _registry.Measure) -> None:
         if o.default is _registry.REQUIRED and o.name != "max_label"  # ERR's: from the qrels
     ]
     if missing:
-        family = measure.trec[0].name if measure.trec else measure.key
+        trec = _families.FAMILIES.get(measure.key)
+        family = trec[0].name if trec else measure.key
         raise ValueError(
             f"measure {text!r} needs its {missing[0].name}: give it in trec_eval's form, "
             f"such as {family}.{missing[0].example}"

@@ -52,6 +52,7 @@ AVERAGE_PRECISION_SUM = _rank_sums.RankSum(
 )
 
 
+@_kernel.computes(AVERAGE_PRECISION)
 @_docs.shared
 def average_precision(
     scores: Num[Array, "*batch n"],

@@ -43,6 +43,7 @@ def _bpref(lists: _kernel.Lists, k):
 BPREF = _kernel.Formula("bpref", _bpref, uses_order=True, labels="binary", nonnegative_labels=True)
 
 
+@_kernel.computes(BPREF)
 @_docs.shared
 def bpref(
     scores: Num[Array, "*batch n"],

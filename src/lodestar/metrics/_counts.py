@@ -73,6 +73,7 @@ UNJUDGED = _kernel.Formula(
 )
 
 
+@_kernel.computes(NUM_RETRIEVED)
 @_docs.shared
 def num_retrieved(
     scores: Num[Array, "*batch n"],
@@ -133,6 +134,7 @@ def num_retrieved(
     )
 
 
+@_kernel.computes(NUM_RELEVANT)
 @_docs.shared
 def num_relevant(
     scores: Num[Array, "*batch n"],
@@ -211,6 +213,7 @@ def num_relevant(
     )
 
 
+@_kernel.computes(NUM_RELEVANT_RETRIEVED)
 @_docs.shared
 def num_relevant_retrieved(
     scores: Num[Array, "*batch n"],
@@ -281,6 +284,7 @@ def num_relevant_retrieved(
     )
 
 
+@_kernel.computes(NUM_NONRELEVANT_JUDGED_RETRIEVED)
 @_docs.shared
 def num_nonrelevant_judged_retrieved(
     scores: Num[Array, "*batch n"],
@@ -352,6 +356,7 @@ def num_nonrelevant_judged_retrieved(
     )
 
 
+@_kernel.computes(UNJUDGED)
 @_docs.shared
 def unjudged(
     scores: Num[Array, "*batch n"],

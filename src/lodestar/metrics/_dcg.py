@@ -116,6 +116,7 @@ def _discounted_gain(items: _rank_sums.Items, view: _rank_sums.RankView):
 DCG_SUM = _rank_sums.RankSum("dcg", _discounted_gain)
 
 
+@_kernel.computes(DCG)
 @_docs.shared
 def dcg(
     scores: Num[Array, "*batch n"],
@@ -218,6 +219,7 @@ def dcg(
     )
 
 
+@_kernel.computes(NDCG)
 @_docs.shared
 def ndcg(
     scores: Num[Array, "*batch n"],

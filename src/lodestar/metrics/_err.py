@@ -125,6 +125,7 @@ def _err_refused(items: _rank_sums.Items):
 ERR_SUM = _rank_sums.RankSum("err", _err_utility, refused=_err_refused)
 
 
+@_kernel.computes(ERR)
 @_docs.shared
 def err(
     scores: Num[Array, "*batch n"],

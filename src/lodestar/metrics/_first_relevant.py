@@ -40,6 +40,7 @@ RECIPROCAL_RANK = _kernel.Formula("reciprocal_rank", _reciprocal_rank, labels="b
 HITS = _kernel.Formula("hits", _hits, labels="binary", nonnegative_labels=True)
 
 
+@_kernel.computes(RECIPROCAL_RANK)
 @_docs.shared
 def reciprocal_rank(
     scores: Num[Array, "*batch n"],
@@ -125,6 +126,7 @@ def reciprocal_rank(
     )
 
 
+@_kernel.computes(HITS)
 @_docs.shared
 def hits(
     scores: Num[Array, "*batch n"],

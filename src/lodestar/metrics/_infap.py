@@ -103,6 +103,7 @@ INFERRED_AVERAGE_PRECISION = _kernel.Formula(
 )
 
 
+@_kernel.computes(INFERRED_AVERAGE_PRECISION)
 @_docs.shared
 def inferred_average_precision(
     scores: Num[Array, "*batch n"],

@@ -436,6 +436,7 @@ def _check_levels(recall, *, caller: str) -> tuple[float, ...]:
     return tuple(_check_level(level, caller=caller) for level in recall)
 
 
+@_kernel.computes(INTERPOLATED_PRECISION)
 @_docs.shared
 def interpolated_precision(
     scores: Num[Array, "*batch n"],
@@ -557,6 +558,7 @@ def interpolated_precision(
     return jnp.stack(values, axis=-1)
 
 
+@_kernel.computes(ELEVEN_POINT_AVERAGE)
 @_docs.shared
 def eleven_point_average(
     scores: Num[Array, "*batch n"],

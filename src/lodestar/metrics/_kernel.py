@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -119,6 +119,24 @@ class Formula:
         """The options to call ``compute`` with for the requested cut-off ``k``."""
         extra = self.with_cutoff(k) if self.with_cutoff is not None else {}
         return {**options, **extra}
+
+
+_F = TypeVar("_F", bound=Callable)
+
+
+def computes(formula: Formula) -> Callable[[_F], _F]:
+    """Mark a public function as the one that evaluates ``formula``.
+
+    The function carries its formula as ``function.formula``: what its
+    arithmetic reads (label kind and sign, tie key) is then one fact that
+    :func:`lodestar.metrics.tie_range` and the registry read from the function.
+    """
+
+    def mark(function: _F) -> _F:
+        setattr(function, "formula", formula)  # noqa: B010  a function has no declared slot
+        return function
+
+    return mark
 
 
 def ratio_or_zero(numerator: jax.Array, denominator: jax.Array) -> jax.Array:

@@ -237,6 +237,7 @@ def _evaluate(
     )
 
 
+@_kernel.computes(NDCG_AT_RELEVANT)
 @_docs.shared
 def ndcg_at_relevant(
     scores: Num[Array, "*batch n"],
@@ -353,6 +354,7 @@ def ndcg_at_relevant(
     )
 
 
+@_kernel.computes(NDCG_AT_GAIN_LEVELS)
 @_docs.shared
 def ndcg_at_gain_levels(
     scores: Num[Array, "*batch n"],

@@ -311,6 +311,7 @@ NORMALIZED_GAIN = _kernel.Formula(
 )
 
 
+@_kernel.computes(BINARY_NORMALIZED_GAIN)
 @_docs.shared
 def binary_normalized_gain(
     scores: Num[Array, "*batch n"],
@@ -404,6 +405,7 @@ def binary_normalized_gain(
     )
 
 
+@_kernel.computes(NORMALIZED_GAIN)
 @_docs.shared
 def normalized_gain(
     scores: Num[Array, "*batch n"],

@@ -73,6 +73,7 @@ PRECISION_SUM = _rank_sums.RankSum("precision", _relevant, _slots)
 RECALL_SUM = _rank_sums.RankSum("recall", _relevant, _relevant_total)
 
 
+@_kernel.computes(PRECISION)
 @_docs.shared
 def precision(
     scores: Num[Array, "*batch n"],
@@ -155,6 +156,7 @@ def precision(
     )
 
 
+@_kernel.computes(RECALL)
 @_docs.shared
 def recall(
     scores: Num[Array, "*batch n"],

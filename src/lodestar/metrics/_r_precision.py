@@ -74,6 +74,7 @@ RELATIVE_PRECISION = _kernel.Formula(
 )
 
 
+@_kernel.computes(R_PRECISION)
 @_docs.shared
 def r_precision(
     scores: Num[Array, "*batch n"],
@@ -174,6 +175,7 @@ def r_precision(
     )
 
 
+@_kernel.computes(RELATIVE_PRECISION)
 @_docs.shared
 def relative_precision(
     scores: Num[Array, "*batch n"],

@@ -74,6 +74,7 @@ def _check_p(p, caller):
     )
 
 
+@_kernel.computes(RANK_BIASED_PRECISION)
 @_docs.shared
 def rank_biased_precision(
     scores: Num[Array, "*batch n"],
@@ -193,6 +194,7 @@ def rank_biased_precision(
     return value
 
 
+@_kernel.computes(RANK_BIASED_PRECISION_RESIDUAL)
 @_docs.shared
 def rank_biased_precision_residual(
     scores: Num[Array, "*batch n"],

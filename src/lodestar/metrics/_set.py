@@ -111,6 +111,7 @@ SET_F = _kernel.Formula("set_f", _set_f, labels="binary", nonnegative_labels=Tru
 UTILITY = _kernel.Formula("utility", _utility, labels="binary", nonnegative_labels=True)
 
 
+@_kernel.computes(SET_PRECISION)
 @_docs.shared
 def set_precision(
     scores: Num[Array, "*batch n"],
@@ -185,6 +186,7 @@ def set_precision(
     )
 
 
+@_kernel.computes(SET_RECALL)
 @_docs.shared
 def set_recall(
     scores: Num[Array, "*batch n"],
@@ -247,6 +249,7 @@ def set_recall(
     )
 
 
+@_kernel.computes(SET_RELATIVE_PRECISION)
 @_docs.shared
 def set_relative_precision(
     scores: Num[Array, "*batch n"],
@@ -310,6 +313,7 @@ def set_relative_precision(
     )
 
 
+@_kernel.computes(SET_AVERAGE_PRECISION)
 @_docs.shared
 def set_average_precision(
     scores: Num[Array, "*batch n"],
@@ -385,6 +389,7 @@ def set_average_precision(
     )
 
 
+@_kernel.computes(SET_F)
 @_docs.shared
 def set_f(
     scores: Num[Array, "*batch n"],
@@ -474,6 +479,7 @@ def set_f(
     )
 
 
+@_kernel.computes(UTILITY)
 @_docs.shared
 def utility(
     scores: Num[Array, "*batch n"],

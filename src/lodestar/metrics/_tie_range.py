@@ -11,32 +11,37 @@ from jax import lax
 from jaxtyping import Array, Bool, Float, Num
 
 from lodestar import _docs, _validation
+from lodestar.metrics import _kernel
 
 _PER_ITEM_OPTIONS = ("judged", "pooled")
 
 
-def _tie_key_kind(metric: Callable) -> tuple[str, str | None]:
-    """How the registry says ``metric`` reads labels, and what orders its ties.
+def _formula(metric: Callable) -> _kernel.Formula:
+    """The formula ``metric`` evaluates: what orders its ties is the formula's.
 
-    ``(labels, tie_key)`` as :class:`lodestar._registry.Measure` declares
-    them, for a function of :mod:`lodestar.metrics` or a ``functools.partial``
-    of one. Any other function is ordered by graded relevance, which also
-    gives the extremes of a binary measure (a higher grade is never less
-    relevant).
+    ``metric`` is a function of :mod:`lodestar.metrics`, a ``functools.partial``
+    of one, or a function that wraps one with :func:`functools.wraps`.
     """
-    from lodestar import _registry
-
-    while isinstance(metric, functools.partial):
-        metric = metric.func
-    for measure in _registry.MEASURES.values():
-        if measure.function is metric:
-            return measure.labels, measure.tie_key
-    return "graded", "relevance"
+    function = metric
+    while True:
+        if isinstance(function, functools.partial):
+            function = function.func
+        elif hasattr(function, "formula"):
+            return function.formula
+        elif hasattr(function, "__wrapped__"):
+            function = function.__wrapped__
+        else:
+            raise TypeError(
+                "tie_range orders ties by what raises the measure, which a function of "
+                "lodestar.metrics declares; pass one of them, or a functools.partial of "
+                f"one with your options. Got {metric!r}."
+            )
 
 
 def _tie_key(metric: Callable, labels: jax.Array, judged) -> jax.Array:
     """Per item, how much placing it first raises ``metric``: ties are ordered by it."""
-    kind, tie_key = _tie_key_kind(metric)
+    formula = _formula(metric)
+    kind, tie_key = formula.labels, formula.tie_key
     values = labels.astype(jnp.float32) if labels.dtype == jnp.bool_ else labels
     judged = jnp.ones(labels.shape, bool) if judged is None else jnp.asarray(judged, bool)
     if tie_key == "unjudged":
@@ -82,7 +87,7 @@ def tie_range(
       measure least first (for a measure of relevance, relevant-last);
     * **high**: those that raise it most first (relevant-first).
 
-    What raises a measure is declared in the registry (``tie_key``): for most
+    What raises a measure is declared by its formula (``tie_key``): for most
     measures, relevance, which is the label's value for those that read
     graded labels (DCG, NDCG, ERR, ...) and whether the label is non-zero for
     the binary ones, an item that ``judged`` marks unjudged counting as least
@@ -108,7 +113,8 @@ def tie_range(
     for them.
 
     Args:
-      metric: A function of :mod:`lodestar.metrics`.
+      metric: A function of :mod:`lodestar.metrics`, a ``functools.partial``
+        of one, or a function that wraps one with :func:`functools.wraps`.
       {{scores}}
       labels: ``(..., n)`` labels, as ``metric`` takes them.
       {{where}}
@@ -123,6 +129,8 @@ def tie_range(
         holds ``ignore_ties`` (the range is its own tie-break) or
         ``segments`` (pack lists after, not before); and whatever ``metric``
         raises.
+      TypeError: ``metric`` is none of the above, so what orders its ties is
+        unknown.
 
     Example:
       Three documents tie, one of them relevant: it lands first, second or
