@@ -252,6 +252,94 @@ def test_the_development_guide_lists_every_module_of_the_package():
     assert modules == listed
 
 
+def _layer_list() -> list[str]:
+    guide = (DOCS / "development.md").read_text()
+    layers = re.search(r"^lodestar/\n(.*?)^```", guide, re.MULTILINE | re.DOTALL)
+    assert layers, "no layer list"
+    return re.findall(r"^  (\S+)", layers[1], re.MULTILINE)
+
+
+def _imports(path, package):
+    """``(line, module)`` of every ``lodestar`` import that runs, lazy ones included."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    here = ".".join(("lodestar", *path.relative_to(package).parts[:-1]))
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = here.rsplit(".", node.level - 1)[0] + (f".{base}" if base else "")
+            yield from ((node.lineno, f"{base}.{alias.name}") for alias in node.names)
+
+
+def _unit(parts, package) -> str | None:
+    """The layer-list entry a dotted name under ``lodestar`` belongs to."""
+    if len(parts) < 2 or parts[0] != "lodestar":
+        return None
+    if (package / parts[1]).is_dir():
+        return f"{parts[1]}/"
+    return f"{parts[1]}.py" if (package / f"{parts[1]}.py").is_file() else None
+
+
+def test_every_import_of_the_package_runs_down_the_layer_list():
+    # The layer list is the design: an import that runs back up it is a
+    # circle waiting to happen (_gains and _validation imported each other;
+    # metrics.tie_range reached up into the registry).
+    package = DOCS.parent / "src" / "lodestar"
+    order = {entry: index for index, entry in enumerate(_layer_list())}
+    upward = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        source = f"{parts[0]}/" if len(parts) > 1 else parts[0]
+        for line, name in _imports(path, package):
+            target = _unit(name.split("."), package)
+            if target is None or target == source:
+                continue
+            if order[target] <= order[source]:
+                upward.append(f"{path.relative_to(package)}:{line} imports {name}")
+    assert not upward, "imports that run up the layer list:\n" + "\n".join(upward)
+
+
+def test_no_package_of_lodestar_imports_its_own_modules_in_a_circle():
+    import graphlib
+
+    package = DOCS.parent / "src" / "lodestar"
+    for directory in sorted(p for p in package.iterdir() if (p / "__init__.py").is_file()):
+        modules = {path.stem for path in directory.glob("*.py")}
+        graph = {module: set() for module in modules}
+        for path in directory.glob("*.py"):
+            for _, name in _imports(path, package):
+                parts = name.split(".")
+                if parts[:2] == ["lodestar", directory.name] and len(parts) > 2:
+                    if parts[2] in modules and parts[2] != path.stem and path.stem != "__init__":
+                        graph[path.stem].add(parts[2])
+        graphlib.TopologicalSorter(graph).prepare()  # raises CycleError on a circle
+
+
+def test_no_module_of_the_package_is_over_a_thousand_lines():
+    # A module past 1,000 lines holds more than one concept; split it into a
+    # package of private modules, as metrics/, losses/ and smooth/ are.
+    package = DOCS.parent / "src" / "lodestar"
+    long = {
+        str(path.relative_to(package)): count
+        for path in package.rglob("*.py")
+        if (count := len(path.read_text().splitlines())) > 1000
+    }
+    assert not long, long
+
+
 def test_validation_imports_no_other_module_of_the_package():
     # The layer list's rule: every module may word its refusals through
     # _validation, so it imports none of them (it imported _gains, which

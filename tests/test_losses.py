@@ -421,7 +421,7 @@ def test_soft_ndcg_tends_to_exact_ndcg(name):
 
 
 def test_neural_ndcg_sinkhorn_makes_doubly_stochastic():
-    from lodestar.losses import _DenseNeuralSort, _sinkhorn
+    from lodestar.losses._neural_ndcg import _DenseNeuralSort, _sinkhorn
 
     scores, _ = _graded(14, shape=(2, 5))
     valid = jnp.array([[True] * 5, [True, False, True, True, False]])

@@ -1,7 +1,15 @@
-"""Reciprocal rank and hits: measures decided by the first block holding a relevant item."""
+"""Reciprocal rank and hits: measures decided by the first block holding a relevant item.
+
+The first block's arithmetic (where the first relevant item of a random
+order of the block lands) is shared with RBP's residual, which asks where
+the first unjudged item lands.
+"""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
@@ -9,10 +17,83 @@ from lodestar import _docs, _ranking
 from lodestar.metrics import _kernel
 
 
+class FirstRelevantBlock(NamedTuple):
+    """The tie block holding the highest-ranked relevant item of each list.
+
+    Attributes:
+      above: ``(...)`` items above the block; ``n`` if no item is relevant.
+      size: ``(...)`` the block's size ``m`` (0 if no item is relevant).
+      relevant: ``(...)`` relevant items in the block ``r`` (0 if none).
+    """
+
+    above: jax.Array
+    size: jax.Array
+    relevant: jax.Array
+
+
+def first_relevant_block(blocks: _ranking.TieBlocks, relevant: jax.Array) -> FirstRelevantBlock:
+    """Locate the first block holding a relevant item; ``relevant`` excludes padding."""
+    n = relevant.shape[-1]
+    above = jnp.min(jnp.where(relevant, blocks.above, n), axis=-1, initial=n)
+    in_block = relevant & (blocks.above == above[..., None])
+    size = jnp.max(jnp.where(in_block, blocks.tied, 0), axis=-1, initial=0)
+    count = jnp.sum(in_block, axis=-1, dtype=jnp.int32)
+    return FirstRelevantBlock(above, size, count)
+
+
+def first_relevant_position_probabilities(block: FirstRelevantBlock, length: int, dtype):
+    """P(the first relevant item sits at offset j in its block), j = 1 .. length.
+
+    With ``m`` tied items of which ``r`` are relevant, under a uniformly random
+    order ``P(j) = C(m - j, r - 1) / C(m, r)`` for ``j = 1 .. m - r + 1``. It is
+    evaluated as ``P(1) = r / m`` and ``P(j + 1) = P(j) (m - j - r + 1) / (m - j)``:
+    a running product with no factorials, so no overflow at any ``m``.
+
+    Returns:
+      ``(..., length)`` probabilities; all zero where ``r == 0``.
+    """
+    m = block.size[..., None].astype(dtype)
+    r = block.relevant[..., None].astype(dtype)
+    j = jnp.arange(1, length, dtype=dtype)
+    possible = j <= m - r
+    ratio = jnp.where(possible, (m - j - r + 1) / jnp.where(possible, m - j, 1), 0)
+    first = jnp.where(r > 0, r / jnp.maximum(m, 1), 0)
+    return jnp.cumprod(jnp.concatenate([first, ratio], axis=-1), axis=-1)
+
+
+def probability_none_relevant_first(
+    block: FirstRelevantBlock, slots: jax.Array, length: int, dtype
+):
+    """P(none of a block's relevant items lands in its first ``slots`` positions).
+
+    With ``m`` tied items of which ``r`` are relevant, ``c = slots`` of the
+    block's positions counted, the hypergeometric probability is
+    ``C(m - r, c) / C(m, c) = prod_{j < c} (m - r - j) / (m - j)``: a product of
+    at most ``length`` factors (a static bound on ``c``), with no factorials. A
+    factor reaches exactly 0 once ``c > m - r``, so the probability is exactly 0
+    when the block's relevant items cannot all be left out.
+
+    Args:
+      block: From :func:`first_relevant_block`.
+      slots: ``(...)`` integer ``c`` in ``[0, m]``.
+      length: Static upper bound on ``slots``.
+      dtype: The floating dtype of the result.
+
+    Returns:
+      ``(...)`` probabilities; 1 where ``slots == 0``.
+    """
+    m = block.size[..., None].astype(dtype)
+    r = block.relevant[..., None].astype(dtype)
+    j = jnp.arange(length, dtype=dtype)
+    counted = j < slots[..., None]
+    factor = jnp.maximum(m - r - j, 0) / jnp.where(counted, m - j, 1)
+    return jnp.prod(jnp.where(counted, factor, 1), axis=-1)
+
+
 def _first_relevant(lists: _kernel.Lists):
     """The first block holding a relevant item, and how many offsets of it matter."""
     blocks = lists.ranking.blocks
-    block = _ranking.first_relevant_block(blocks, lists.relevant())
+    block = first_relevant_block(blocks, lists.relevant())
     # Only offsets j with a + j <= k can count, so a static k bounds them.
     k = lists.ranking.k
     return block, lists.n if k is None else min(k, lists.n)
@@ -22,7 +103,7 @@ def _reciprocal_rank(lists: _kernel.Lists, k):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
     block, length = _first_relevant(lists)
-    probabilities = _ranking.first_relevant_position_probabilities(block, length, lists.dtype)
+    probabilities = first_relevant_position_probabilities(block, length, lists.dtype)
     rank = block.above[..., None] + jnp.arange(1, length + 1)  # 1-based rank of offset j
     weights = jnp.where(rank <= k, 1 / rank.astype(lists.dtype), 0)
     return jnp.sum(probabilities * weights, axis=-1)
@@ -33,7 +114,7 @@ def _hits(lists: _kernel.Lists, k):
     # Only the first block holding a relevant item decides; c of its positions
     # lie within k, and a static k bounds c.
     slots = jnp.clip(k - block.above, 0, block.size)
-    return 1 - _ranking.probability_none_relevant_first(block, slots, length, lists.dtype)
+    return 1 - probability_none_relevant_first(block, slots, length, lists.dtype)
 
 
 RECIPROCAL_RANK = _kernel.Formula("reciprocal_rank", _reciprocal_rank, labels="binary")

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _ranking, _validation
-from lodestar.metrics import _counts, _kernel
+from lodestar import _docs, _validation
+from lodestar.metrics import _counts, _first_relevant, _kernel
 
 
 def persistence_table(lists: _kernel.Lists, k, p):
@@ -47,10 +47,10 @@ def _rank_biased_precision_residual(lists: _kernel.Lists, k, *, p):
     spread = lists.ranking.weighted_sum(unjudged.astype(dtype), persistence_table(lists, k, p))
     # The tail weight p^K counts only when an unjudged item was retrieved: the
     # chance of that is decided by the first block holding one, as for hits.
-    block = _ranking.first_relevant_block(blocks, unjudged)
+    block = _first_relevant.first_relevant_block(blocks, unjudged)
     length = lists.n if lists.ranking.k is None else min(lists.ranking.k, lists.n)
     slots = jnp.clip(k - block.above, 0, block.size)
-    none = _ranking.probability_none_relevant_first(block, slots, length, dtype)
+    none = _first_relevant.probability_none_relevant_first(block, slots, length, dtype)
     tail = p ** _counts.retrieved_count(lists, k)
     return tail * (1 - none) + spread
 

@@ -1,0 +1,277 @@
+"""Listwise losses over a softmax or a Plackett-Luce model of the list."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jaxtyping import Array, Bool, Float, Int, Num
+
+from lodestar import _docs, _validation
+from lodestar.losses import _common
+
+
+@_common.loss_kernel(nonnegative_labels=True)
+def _softmax_kernel(s, y, valid, w):
+    log_softmax = s - _common.masked_logsumexp(s, valid, -1)
+    p = _common.label_distribution(y, valid, w)
+    return -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
+
+
+@_common.loss_kernel(nonnegative_labels=True)
+def _poly1_softmax_kernel(s, y, valid, w, epsilon):
+    log_softmax = s - _common.masked_logsumexp(s, valid, -1)
+    p = _common.label_distribution(y, valid, w)
+    cross_entropy = -jnp.sum(jnp.where(valid, p * log_softmax, 0), axis=-1)
+    # pt, the softmax probability of the target distribution; a list without
+    # one (labels summing to 0) has no pt term, as it has no cross-entropy.
+    pt = jnp.sum(jnp.where(valid, p * jnp.exp(log_softmax), 0), axis=-1)
+    some = jnp.any(p > 0, axis=-1)
+    return cross_entropy + jnp.where(some, epsilon * (1 - pt), 0)
+
+
+@_common.loss_kernel(nonnegative_labels=False)
+def _listmle_kernel(s, y, valid, w, key):
+    axis = s.ndim - 1
+    index = lax.broadcasted_iota(jnp.int32, s.shape, axis)
+    # Real items first, then descending labels; lax.sort is stable, so tied
+    # labels keep their order of appearance unless a random key breaks them.
+    keys = [jnp.logical_not(valid).astype(jnp.int8), -y]
+    if key is not None:
+        keys.append(jax.random.uniform(key, s.shape))
+    *_, order = lax.sort((*keys, index), dimension=axis, num_keys=len(keys))
+    s_sorted = jnp.take_along_axis(s, order, axis=-1)
+    valid_sorted = jnp.take_along_axis(valid, order, axis=-1)
+    w_sorted = jnp.take_along_axis(w, order, axis=-1)
+    # Padding sits last, so -inf there leaves every real suffix sum unchanged.
+    lse = lax.cumlogsumexp(jnp.where(valid_sorted, s_sorted, -jnp.inf), axis=axis, reverse=True)
+    return jnp.sum(jnp.where(valid_sorted, w_sorted * (lse - s_sorted), 0), axis=-1)
+
+
+@_docs.shared
+def softmax_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Softmax cross-entropy (ListNet) loss.
+
+    The cross-entropy between the labels normalised to a distribution and the
+    softmax of the scores, over the real items of each list:
+
+    .. math::
+
+        \ell(s, y) = -\sum_i \frac{y_i}{\sum_j y_j}
+            \log \frac{e^{s_i}}{\sum_j e^{s_j}}
+
+    A list whose labels sum to 0 has no target distribution and a loss of 0.
+
+    Args:
+      {{scores, loss_labels, loss_batch}}
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown.
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, a
+        negative label, or a negative or non-finite weight.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> scores = jnp.array([2.0, 1.0, 3.0])
+      >>> labels = jnp.array([1.0, 0.0, 0.0])
+      >>> print(f"{losses.softmax_loss(scores, labels):.4f}")
+      1.4076
+
+    Remarks:
+      :func:`rax.softmax_loss` uses the labels as they are by default (its
+      ``label_fn`` is the identity), which is this loss multiplied by
+      :math:`\sum_j y_j`; with ``label_fn=rax.utils.normalize_probabilities``
+      the two agree on lists whose labels do not sum to 0.
+
+    References:
+      Cao, Qin, Liu, Tsai & Li, "Learning to rank: from pairwise approach to
+      listwise approach", ICML 2007. https://doi.org/10.1145/1273496.1273513
+
+      Bruch, Wang, Bendersky & Najork, "An analysis of the softmax cross
+      entropy loss for learning-to-rank with binary relevance", ICTIR 2019.
+      https://doi.org/10.1145/3341981.3344221
+    """
+    caller = "softmax_loss"
+    scores, labels, where, weights, item_weights, reduction = _common.prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _softmax_kernel(scores, labels, where, weights, item_weights, reduction=reduction)
+
+
+@_docs.shared
+def listmle_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+    key: jax.Array | None = None,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""ListMLE loss: the Plackett-Luce negative log-likelihood of the ideal order.
+
+    Let :math:`\pi` order the real items by descending label. The loss is the
+    negative log-probability of :math:`\pi` under the Plackett-Luce model with
+    item weights :math:`e^{s_i}`:
+
+    .. math::
+
+        \ell(s, y) = -\sum_{p=1}^{m} \left( s_{\pi(p)}
+            - \log \sum_{q=p}^{m} e^{s_{\pi(q)}} \right)
+
+    computed with a reversed cumulative log-sum-exp, so scores of any size stay
+    finite.
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance labels (any real values; only their order
+        matters).
+      {{loss_batch}}
+      key: Optional :func:`jax.random.key` (or ``PRNGKey``) breaking ties
+        between equal labels uniformly at random. Without it tied labels keep
+        their order of appearance (a stable sort), as in :func:`rax.listmle_loss`;
+        the loss then depends on the order of tied items.
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown; ``key`` is not None, one
+        typed key or one raw ``PRNGKey``.
+      {{loss_value_error}}
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> labels = jnp.array([2.0, 1.0, 0.0])
+      >>> print(f"{losses.listmle_loss(jnp.array([3.0, 2.0, 1.0]), labels):.4f}")
+      0.7209
+      >>> print(f"{losses.listmle_loss(jnp.array([1.0, 2.0, 3.0]), labels):.4f}")
+      3.7209
+
+    References:
+      Xia, Liu, Wang, Zhang & Li, "Listwise approach to learning to rank:
+      theory and algorithm", ICML 2008. https://doi.org/10.1145/1390156.1390306
+    """
+    caller = "listmle_loss"
+    key = _common.check_key(key, caller=caller)
+    scores, labels, where, weights, item_weights, reduction = _common.prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=False,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _listmle_kernel(scores, labels, where, weights, item_weights, key, reduction=reduction)
+
+
+@_docs.shared
+def poly1_softmax_loss(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    where: Bool[Array, "*batch n"] | None = None,
+    weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+    reduction: str = "mean",
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+    epsilon: float | Float[Array, ""] = 1.0,
+) -> Float[Array, ""] | Float[Array, "*batch"]:
+    r"""Poly-1 softmax loss: the softmax cross-entropy plus :math:`\epsilon (1 - p_t)`.
+
+    With :math:`q = y / \sum_j y_j` the label distribution and
+    :math:`p = \operatorname{softmax}(s)`:
+
+    .. math::
+
+        \ell(s, y) = -\sum_i q_i \log p_i + \epsilon \left(1 - \sum_i q_i p_i\right)
+
+    the leading term of the PolyLoss expansion of the cross-entropy, with its
+    coefficient raised by :math:`\epsilon`. A list whose labels sum to 0 has a
+    loss of 0.
+
+    Args:
+      {{scores, loss_labels, loss_batch}}
+      epsilon: :math:`\epsilon`, a float in [-1, inf) (at -1 the first
+        polynomial term is removed; the loss must stay bounded below).
+
+    Returns:
+      {{loss_returns}}
+
+    Raises:
+      InvalidParameterError: ``reduction`` is unknown; ``epsilon`` is not a
+        float in [-1, inf).
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, a
+        negative label, or a negative or non-finite weight.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses
+      >>> scores = jnp.array([2.0, 1.0, 3.0])
+      >>> labels = jnp.array([1.0, 0.0, 0.0])
+      >>> print(f"{losses.poly1_softmax_loss(scores, labels):.4f}")  # 1.4076 + (1 - 0.2447)
+      2.1629
+
+    Remarks:
+      :func:`rax.poly1_softmax_loss` normalises the labels in its
+      :math:`p_t` term but not in its cross-entropy (its ``softmax_loss``
+      default); per list this loss equals Rax's on labels that sum to 1.
+
+    References:
+      Leng, Tan, Liu, Cubuk, Shi, Cheng & Anguelov, "PolyLoss: a polynomial
+      expansion perspective of classification loss functions", ICLR 2022.
+      https://arxiv.org/abs/2204.12511
+    """
+    caller = "poly1_softmax_loss"
+    epsilon = _validation.check_traceable_float(
+        epsilon, name="epsilon", caller=caller, low=-1.0, closed=True
+    )
+    scores, labels, where, weights, item_weights, reduction = _common.prepare(
+        scores,
+        labels,
+        where,
+        weights,
+        reduction,
+        caller=caller,
+        nonnegative_labels=True,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+    )
+    return _poly1_softmax_kernel(
+        scores, labels, where, weights, item_weights, epsilon, reduction=reduction
+    )

@@ -1,0 +1,114 @@
+"""Smooth reciprocal rank: the first relevant item's soft rank, relaxed."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float, Int, Num
+
+from lodestar import _docs, _lists, _soft_ranks
+from lodestar.smooth import _common
+
+
+@functools.partial(jax.jit, static_argnames=("method",))
+def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
+    """Per-list smooth reciprocal rank; see :func:`reciprocal_rank`. Inputs validated."""
+    valid = _lists.valid(scores, where)
+    s, y, dtype = _lists.floating(scores, labels, valid)
+    if scores.shape[-1] == 0:
+        return jnp.zeros(scores.shape[:-1], dtype)
+    temperature = jnp.asarray(temperature, dtype)
+    relevant = valid & (y != 0)
+    r = _soft_ranks.soft_ranks(s, valid, temperature, method)
+    first = jnp.where(
+        relevant, jnp.exp(_soft_ranks.masked_log_softmax(s, relevant, -1, temperature)), 0
+    )
+    value = jnp.sum(first / jnp.where(valid, r, 1), axis=-1)
+    return _lists.nan_rule(value, scores, labels, where, s, options=(temperature,))
+
+
+@_docs.shared
+def reciprocal_rank(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    temperature: float | Float[Array, ""] = 1.0,
+    method: str = "sigmoid",
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Smooth reciprocal rank of the first relevant item.
+
+    .. math::
+
+        \widetilde{\mathrm{RR}} = \sum_{i \in R} \frac{q_i}{r_i},\qquad
+        q_i = \frac{\exp(s_i / T)}{\sum_{j \in R} \exp(s_j / T)}
+
+    where :math:`R` is the set of relevant (non-zero label) real items,
+    :math:`r_i` the soft rank of :func:`ranks` and :math:`q_i` a softmax over
+    the relevant items' scores: the Gibbs relaxation of "item :math:`i` is the
+    highest-scored relevant item", at the same temperature. The exact value is
+    :math:`1 / r_{i^*}` for :math:`i^* = \arg\max_{i \in R} s_i`; on tie-free
+    scores, :math:`q \to e_{i^*}` and :math:`r \to` the hard ranks as
+    :math:`T \to 0`, so :math:`\widetilde{\mathrm{RR}} \to \mathrm{RR}`.
+
+    Unlike :math:`1 / r_{i^*}` alone, every relevant item receives gradient,
+    through :math:`q_i` (raising a lower relevant item towards the top raises
+    the value) and through :math:`r_i`. The :math:`q_i` sum to 1, so a single
+    relevant item gives exactly :math:`1 / r_i`, and the value stays in
+    :math:`[1/m, 1]`. (A product of pairwise sigmoids,
+    :math:`\prod_{j \in R \setminus i} \sigma((s_i - s_j)/T)`, was rejected:
+    it does not sum to 1 when several relevant items are close.)
+
+    Args:
+      {{scores}}
+      labels: ``(..., n)`` relevance; any non-zero value is relevant.
+      {{temperature}}
+      method: The soft rank; see :func:`ranks`.
+      {{where, packed}}
+
+    Returns:
+      ``(...)`` smooth reciprocal rank of each list, in [0, 1]; 0 for a list
+      with no relevant or no real item.
+
+    Raises:
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` is
+        unknown.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import smooth
+      >>> scores = jnp.array([0.9, 0.5, 0.1])
+      >>> labels = jnp.array([0.0, 1.0, 1.0])
+      >>> print(f"{smooth.reciprocal_rank(scores, labels, temperature=0.01):.4f}")
+      0.5000
+
+    References:
+      Voorhees, "The TREC-8 question answering track report", TREC 1999.
+
+      Qin, Liu & Li, Information Retrieval 13(4), 2010.
+      https://doi.org/10.1007/s10791-009-9124-x
+    """
+    temperature, method = _common.check_options(temperature, method, caller="reciprocal_rank")
+    lists = _lists.prepare(
+        scores,
+        labels,
+        where,
+        caller="reciprocal_rank",
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        temperature=temperature,
+    )
+    value = _reciprocal_rank_kernel(
+        lists.scores, lists.labels, lists.where, temperature, method=method
+    )
+    return lists.per_list(value)
