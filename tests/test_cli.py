@@ -369,9 +369,9 @@ def test_results_do_not_depend_on_batching(tmp_path):
     )
     requests = names.parse_all(["ndcg@5", "map", "P@3", "err@4"])
     definitions = trec_evaluate.Definitions()
-    whole = trec_evaluate.evaluate(joined, requests, definitions, max_grade=2)
+    whole = trec_evaluate.evaluate_queries(joined, requests, definitions, max_grade=2)
     steps = []
-    split = trec_evaluate.evaluate(
+    split = trec_evaluate.evaluate_queries(
         joined,
         requests,
         definitions,

@@ -113,7 +113,7 @@ def _grid_formula(grid):
 
 
 def _bracketed(formula, scores, labels, level, k=None, where=None):
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         formula,
         scores,
         labels,

@@ -385,7 +385,7 @@ def _formula_with_atoms(atoms):
 
 def _g_with_atoms(scores, where, labels, atoms):
     formula = _formula_with_atoms(atoms)
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         formula, scores, labels, caller="normalized_gain", k=None, ignore_ties=False,
         where=where, options={"gain": "linear"},
     )  # fmt: skip

@@ -106,7 +106,7 @@ def _hard_value(key, scores, labels, where, k, num_relevant, options):
         y = jnp.where(valid, labels, 0)
         items = _rank_sums.Items(y, valid, options, num_relevant, k)
         view = _rank_sums.HardView(scores, valid, k, y.dtype)
-        return _rank_sums.evaluate(_registry.MEASURES[key].rank_sum, items, view)
+        return _rank_sums.evaluate_rank_sum(_registry.MEASURES[key].rank_sum, items, view)
 
     return run(scores, labels, where, k, num_relevant)
 
@@ -357,7 +357,7 @@ def test_the_dcg_declaration_on_soft_ranks_is_smooth_dcg(method):
         t = jnp.float64(0.3)
         view = _rank_sums.SoftView(s, where, t, method, 3, cut=True)
         items = _rank_sums.Items(y, where, {"gain": "exp2", "log_base": 3.0})
-        return _rank_sums.evaluate(_registry.MEASURES["dcg"].rank_sum, items, view)
+        return _rank_sums.evaluate_rank_sum(_registry.MEASURES["dcg"].rank_sum, items, view)
 
     want = smooth.dcg(
         scores, labels, temperature=0.3, method=method, k=3, where=where, gain="exp2", log_base=3.0

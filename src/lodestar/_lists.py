@@ -29,7 +29,7 @@ def prepare(
     gain=None,
     temperature: float | jax.Array | None = None,
     one_result: bool = False,
-) -> _segments.Lists:
+) -> _segments.LaidOutLists:
     """Validate ``(scores, labels, where)`` and lay packed lists out for a kernel.
 
     Args:
@@ -52,7 +52,7 @@ def prepare(
         :func:`lodestar._segments.split`.
 
     Returns:
-      The :class:`lodestar._segments.Lists` to hand a kernel.
+      The :class:`lodestar._segments.LaidOutLists` to hand a kernel.
 
     Raises:
       ValueError: a static check fails, or on concrete arrays a value check.

@@ -117,7 +117,7 @@ class RankSum:
     refused: Callable[[Items], jax.Array] | None = None
 
 
-def evaluate(measure: RankSum, items: Items, view: RankView) -> jax.Array:
+def evaluate_rank_sum(measure: RankSum, items: Items, view: RankView) -> jax.Array:
     """The measure's value for each list, ``(...)``, on ``view``'s ranking.
 
     NaN for the lists :attr:`RankSum.refused` flags (the caller gives their

@@ -212,7 +212,7 @@ def _to_items(values, item, *, n):
 
 
 @dataclasses.dataclass(frozen=True)
-class Lists:
+class LaidOutLists:
     """The lists of one call, laid out for an unsegmented kernel.
 
     Without segments it holds the inputs unchanged and its methods are the
@@ -279,7 +279,7 @@ def split(
     max_segment_size,
     caller: str,
     one_result: bool = False,
-) -> Lists:
+) -> LaidOutLists:
     """Lay the packed lists of validated ``(scores, labels, where)`` out by segment.
 
     Args:
@@ -298,7 +298,7 @@ def split(
         (default ``n``) slots.
 
     Returns:
-      The :class:`Lists` to hand to the kernel and to map its result back.
+      The :class:`LaidOutLists` to hand to the kernel and to map its result back.
 
     Raises:
       InvalidParameterError: ``max_segments`` or ``max_segment_size`` is not
@@ -316,7 +316,7 @@ def split(
                 f"{caller} got max_segments or max_segment_size without segments; "
                 "they size packed lists and mean nothing without them."
             )
-        return Lists(scores, labels, where)
+        return LaidOutLists(scores, labels, where)
     segments = _check_ids(segments, scores, caller=caller)
     n = scores.shape[-1]
     concrete = _validation.is_concrete(segments, where)
@@ -357,4 +357,4 @@ def split(
         broken = None
     else:
         _validation.traced_check(~jnp.any(broken), _overflow_message(caller, max_segment_size))
-    return Lists(scores, labels, where, item, broken, n)
+    return LaidOutLists(scores, labels, where, item, broken, n)

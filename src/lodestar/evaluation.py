@@ -389,7 +389,7 @@ def run_joined(
     if definitions.judged_only:
         joined = _evaluate.judged_only(joined)
     max_grade = int(qrels_file.values.max(initial=0))
-    values = _evaluate.evaluate(
+    values = _evaluate.evaluate_queries(
         joined, requests, definitions, max_grade=max_grade, progress=progress, ready=ready
     )
     extremes = None

@@ -1,6 +1,6 @@
 """Per-query lists cut into padded batches of a few shapes.
 
-Lists are grouped by their length rounded up to a power of two (at least
+RaggedLists are grouped by their length rounded up to a power of two (at least
 :data:`MIN_WIDTH`), so one long list pads only its own bucket, and a bucket is
 merged into the next wider one while both fit in one batch: padding a few
 short lists costs less than compiling one more shape. Every batch of a bucket
@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lodestar import _shapes
-from lodestar._trec.join import Lists
+from lodestar._trec.join import RaggedLists
 
 # Every batch holds about this many items (rows times padded width), so memory
 # stays bounded.
@@ -26,7 +26,7 @@ MIN_WIDTH = 8
 
 
 class Bucket(NamedTuple):
-    """Lists of one padded width, and how they are cut into batches.
+    """RaggedLists of one padded width, and how they are cut into batches.
 
     Attributes:
       width: The padded list length.
@@ -45,7 +45,7 @@ class Bucket(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """Lists of one bucket, padded.
+    """RaggedLists of one bucket, padded.
 
     Attributes:
       queries: int64 ``(real rows,)`` the query of each real row.
@@ -82,7 +82,9 @@ def plan(lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS) -> list[Bucket]
     return buckets
 
 
-def batches(lists: Lists, bucket: Bucket, names: tuple[str, ...] | None = None) -> Iterator[Batch]:
+def batches(
+    lists: RaggedLists, bucket: Bucket, names: tuple[str, ...] | None = None
+) -> Iterator[Batch]:
     """The padded batches of one bucket; ``names`` selects the per-item arrays."""
     names = tuple(lists.items) if names is None else names
     for start in range(0, len(bucket.queries), bucket.rows):
@@ -90,7 +92,7 @@ def batches(lists: Lists, bucket: Bucket, names: tuple[str, ...] | None = None) 
         yield pad(lists, chosen, bucket.rows, bucket.width, names)
 
 
-def pad(lists: Lists, queries: np.ndarray, rows: int, width: int, names) -> Batch:
+def pad(lists: RaggedLists, queries: np.ndarray, rows: int, width: int, names) -> Batch:
     """The lists ``queries`` as ``(rows, width)`` arrays, padding rows and columns at the end."""
     lengths = lists.lengths[queries]
     row = np.repeat(np.arange(len(queries)), lengths)

@@ -32,7 +32,7 @@ import numpy as np
 
 from lodestar import _interrupt, _ranking, _registry, _shapes
 from lodestar._trec import batches as _batches
-from lodestar._trec.join import Joined, Lists
+from lodestar._trec.join import Joined, RaggedLists
 from lodestar._trec.names import Request
 from lodestar._trec.read import TrecFile, refuse
 
@@ -141,13 +141,13 @@ class _QueryContext(NamedTuple):
 
     item_names: frozenset[str]
     per_list: dict[str, np.ndarray]
-    pool: Lists | None
-    judged_pool: Lists | None
+    pool: RaggedLists | None
+    judged_pool: RaggedLists | None
     needs_ideal: bool
 
 
 def _query_context(
-    judgments: Lists, requests: Sequence[Request], definitions: Definitions
+    judgments: RaggedLists, requests: Sequence[Request], definitions: Definitions
 ) -> _QueryContext:
     level = definitions.relevance_level
     wanted = set()
@@ -179,7 +179,7 @@ def _query_context(
     return _QueryContext(item_names, per_list, pool, judged_pool, needs_ideal)
 
 
-def _per_item(joined: Joined, level: int) -> Lists:
+def _per_item(joined: Joined, level: int) -> RaggedLists:
     """The retrieved documents with their label (0 unless judged) and relevance."""
     items = joined.retrieved.items
     judged = items["judged"]
@@ -188,7 +188,7 @@ def _per_item(joined: Joined, level: int) -> Lists:
     labels = items["grade"].astype(np.float64)
     np.maximum(labels, 0, out=labels)
     labels[~judged] = 0
-    return Lists(joined.retrieved.offsets, {**items, "relevant": relevant, "label": labels})
+    return RaggedLists(joined.retrieved.offsets, {**items, "relevant": relevant, "label": labels})
 
 
 def _kernel_requests(requests: Sequence[Request], definitions: Definitions, max_grade: int):
@@ -240,7 +240,7 @@ def _batch_arrays(bucket, batch, context: _QueryContext, *, ignore_ties: bool, u
     return arrays
 
 
-def evaluate(
+def evaluate_queries(
     joined: Joined,
     requests: Sequence[Request],
     definitions: Definitions,
@@ -352,15 +352,17 @@ def _check_finite(results: dict[str, np.ndarray], query_ids: Sequence[bytes]) ->
             )
 
 
-def _descending_per_query(judgments: Lists, grades: np.ndarray, keep: np.ndarray) -> Lists:
+def _descending_per_query(
+    judgments: RaggedLists, grades: np.ndarray, keep: np.ndarray
+) -> RaggedLists:
     """Per query, the grades that ``keep`` selects, in descending order."""
-    kept = Lists(judgments.offsets, {"gain": grades.astype(np.float64)}).select(keep)
+    kept = RaggedLists(judgments.offsets, {"gain": grades.astype(np.float64)}).select(keep)
     query = np.repeat(np.arange(len(kept.lengths)), kept.lengths)
     order = np.lexsort((-kept.items["gain"], query))
-    return Lists(kept.offsets, {"gain": kept.items["gain"][order]})
+    return RaggedLists(kept.offsets, {"gain": kept.items["gain"][order]})
 
 
-def _padded_pool(pool: Lists, queries: np.ndarray, rows: int):
+def _padded_pool(pool: RaggedLists, queries: np.ndarray, rows: int):
     """The pools of a batch's queries, zero-padded to a bucketed width."""
     width = _shapes.bucket(int(pool.lengths[queries].max(initial=0)), 8)
     return _batches.pad(pool, queries, rows, width, ("gain",))
@@ -421,7 +423,7 @@ def tie_broken(joined: Joined, *, tie_key: str, highest_first: bool, level: int)
     query = np.repeat(np.arange(len(retrieved.lengths)), retrieved.lengths)
     sign = 1 if highest_first else -1
     order = np.lexsort((*(sign * key for key in keys), query))
-    moved = Lists(retrieved.offsets, {name: values[order] for name, values in items.items()})
+    moved = RaggedLists(retrieved.offsets, {name: values[order] for name, values in items.items()})
     return joined._replace(retrieved=moved)
 
 
@@ -437,7 +439,7 @@ def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, ma
     orders; a request without one (:func:`has_tie_range`) is left out.
 
     Returns:
-      ``(low, high)``: two dicts of per-query values, as :func:`evaluate`
+      ``(low, high)``: two dicts of per-query values, as :func:`evaluate_queries`
       returns, without the requests that have no range.
     """
     ordered = definitions._replace(ignore_ties=True)
@@ -456,7 +458,7 @@ def evaluate_tie_range(joined: Joined, requests, definitions: Definitions, *, ma
                 highest_first=highest_first,
                 level=definitions.relevance_level,
             )
-            values.update(evaluate(arranged, group, ordered, max_grade=max_grade))
+            values.update(evaluate_queries(arranged, group, ordered, max_grade=max_grade))
     return low, high
 
 

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from lodestar._trec.read import TrecFile, refuse, show
 
 
-class Lists(NamedTuple):
+class RaggedLists(NamedTuple):
     """Ragged per-query lists in compressed-row form.
 
     Attributes:
@@ -38,12 +38,12 @@ class Lists(NamedTuple):
         running = np.concatenate(([0], np.cumsum(values, dtype=np.float64)))
         return running[self.offsets[1:]] - running[self.offsets[:-1]]
 
-    def select(self, keep: np.ndarray) -> Lists:
+    def select(self, keep: np.ndarray) -> RaggedLists:
         """The items where ``keep`` holds, each query keeping its own in their order."""
         query = np.repeat(np.arange(len(self.lengths)), self.lengths)
         counts = np.bincount(query[keep], minlength=len(self.lengths))
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        return Lists(offsets, {name: values[keep] for name, values in self.items.items()})
+        return RaggedLists(offsets, {name: values[keep] for name, values in self.items.items()})
 
     def maxima(self, values: np.ndarray, initial) -> np.ndarray:
         """Per query, the largest of a per-item array (``initial`` for an empty list)."""
@@ -73,8 +73,8 @@ class Joined(NamedTuple):
     """
 
     query_ids: list[bytes]
-    retrieved: Lists
-    judgments: Lists
+    retrieved: RaggedLists
+    judgments: RaggedLists
     missing_from_run: list[bytes]
     missing_from_qrels: list[bytes]
     runid: bytes | None
@@ -221,9 +221,9 @@ def join(
     }
     if docno_rank:
         items["docno_rank"] = ranks[order] if ranks is not None else np.zeros(0, np.int64)
-    retrieved = Lists(offsets, items)
+    retrieved = RaggedLists(offsets, items)
     judgment_offsets, judgment_order = _group(qrels_query, len(evaluated))
-    judgments = Lists(judgment_offsets, {"grade": qrels.values[judgment_order]})
+    judgments = RaggedLists(judgment_offsets, {"grade": qrels.values[judgment_order]})
     return Joined(
         evaluated,
         retrieved,

@@ -9,7 +9,7 @@ from lodestar import _docs, _rank_sums, _ranking
 from lodestar.metrics import _kernel
 
 
-def _average_precision(lists: _kernel.Lists, k):
+def _average_precision(lists: _kernel.RankedLists, k):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -139,7 +139,7 @@ def average_precision(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         AVERAGE_PRECISION,
         scores,
         labels,

@@ -9,7 +9,7 @@ from lodestar import _docs, _validation
 from lodestar.metrics import _kernel, _preceding
 
 
-def _bpref(lists: _kernel.Lists, k):
+def _bpref(lists: _kernel.RankedLists, k):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -155,7 +155,7 @@ def bpref(
     """
     caller = "bpref"
     judged = _validation.check_item_mask(judged, scores, name="judged", caller=caller)
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         BPREF,
         scores,
         labels,

@@ -18,30 +18,30 @@ from lodestar import _docs, _validation
 from lodestar.metrics import _kernel, _precision
 
 
-def retrieved_count(lists: _kernel.Lists, k):
+def retrieved_count(lists: _kernel.RankedLists, k):
     """``min(real items, k)``: the size of the retrieved set, in ``dtype``."""
     real = jnp.sum(lists.valid, axis=-1)
     return jnp.minimum(real, k).astype(lists.dtype)
 
 
-def _num_retrieved(lists: _kernel.Lists, k):
+def _num_retrieved(lists: _kernel.RankedLists, k):
     return retrieved_count(lists, k)
 
 
-def _num_relevant(lists: _kernel.Lists, k):
+def _num_relevant(lists: _kernel.RankedLists, k):
     return lists.relevant_total(lists.relevant())
 
 
-def _num_relevant_retrieved(lists: _kernel.Lists, k):
+def _num_relevant_retrieved(lists: _kernel.RankedLists, k):
     return _precision.relevant_in_top(lists, lists.relevant(), k)
 
 
-def _num_nonrelevant_judged_retrieved(lists: _kernel.Lists, k):
+def _num_nonrelevant_judged_retrieved(lists: _kernel.RankedLists, k):
     nonrelevant = lists.judged() & ~lists.relevant()
     return _precision.relevant_in_top(lists, nonrelevant, k)
 
 
-def _unjudged(lists: _kernel.Lists, k, *, cutoff):
+def _unjudged(lists: _kernel.RankedLists, k, *, cutoff):
     unjudged = lists.valid & ~lists.judged()
     found = _precision.relevant_in_top(lists, unjudged, k)
     return _kernel.ratio_or_zero(found, _precision.slots(lists, cutoff))
@@ -120,7 +120,7 @@ def num_retrieved(
     References:
       trec_eval's ``m_num_ret.c``. https://github.com/usnistgov/trec_eval
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         NUM_RETRIEVED,
         scores,
         labels,
@@ -197,7 +197,7 @@ def num_relevant(
     References:
       trec_eval's ``m_num_rel.c``. https://github.com/usnistgov/trec_eval
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         NUM_RELEVANT,
         scores,
         labels,
@@ -269,7 +269,7 @@ def num_relevant_retrieved(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         NUM_RELEVANT_RETRIEVED,
         scores,
         labels,
@@ -341,7 +341,7 @@ def num_nonrelevant_judged_retrieved(
     References:
       trec_eval's ``m_num_nonrel_judged_ret.c``. https://github.com/usnistgov/trec_eval
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         NUM_NONRELEVANT_JUDGED_RETRIEVED,
         scores,
         labels,
@@ -419,7 +419,7 @@ def unjudged(
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     _validation.check_k(k, caller="unjudged")
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         UNJUDGED,
         scores,
         labels,

@@ -12,18 +12,18 @@ from lodestar import _docs, _gains, _rank_sums, _ranking, _validation
 from lodestar.metrics import _kernel
 
 
-def _dcg(lists: _kernel.Lists, k, *, gain, log_base):
+def _dcg(lists: _kernel.RankedLists, k, *, gain, log_base):
     gains = _gains.apply_gain(gain, lists.labels.astype(lists.dtype))
     table = _gains.discount_table(lists.n, k=k, log_base=log_base, dtype=lists.dtype)
     return lists.ranking.weighted_sum(gains, table)
 
 
-def judged_gains(lists: _kernel.Lists, gain) -> jax.Array:
+def judged_gains(lists: _kernel.RankedLists, gain) -> jax.Array:
     """Each real item's gain; 0 for padding and for an item the ``judged`` context leaves out."""
     return jnp.where(lists.judged(), _gains.apply_gain(gain, lists.labels.astype(lists.dtype)), 0)
 
 
-def ideal_pool(lists: _kernel.Lists, gain):
+def ideal_pool(lists: _kernel.RankedLists, gain):
     """The gains the ideal ranks and their mask: ``ideal_labels``' if given, else the list's.
 
     Only positive gains enter the ideal (trec_eval's m_ndcg.c stops at the
@@ -39,7 +39,7 @@ def ideal_pool(lists: _kernel.Lists, gain):
     return jnp.where(valid, jnp.maximum(gains, 0), 0), valid
 
 
-def sorted_ideal_gains(lists: _kernel.Lists, gain) -> jax.Array:
+def sorted_ideal_gains(lists: _kernel.RankedLists, gain) -> jax.Array:
     """The ideal's positive gains in descending order, zero-padded: ``(..., m)``.
 
     The command line gives them as the ``sorted_ideal_gains`` context; else they
@@ -52,7 +52,7 @@ def sorted_ideal_gains(lists: _kernel.Lists, gain) -> jax.Array:
     return jnp.take_along_axis(gains, order, axis=-1)
 
 
-def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
+def _ideal(lists: _kernel.RankedLists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
     """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains.
 
     The command line gives the ideal's linear gains already sorted
@@ -78,7 +78,7 @@ def _ideal(lists: _kernel.Lists, k, gain, gains, top_gains, cut_ideal=True, idea
     return _gains.ideal_dcg(gains, lists.valid, k=k, rank_k=lists.ranking.k, top_gains=top_gains)
 
 
-def _ndcg(lists: _kernel.Lists, k, *, gain, cut_ideal=True, ideal_k=None):
+def _ndcg(lists: _kernel.RankedLists, k, *, gain, cut_ideal=True, ideal_k=None):
     valid = lists.valid
     gains = judged_gains(lists, gain)
     # The ideal of the list's own items ranks their positive gains only.
@@ -204,7 +204,7 @@ def dcg(
     _validation.check_k(k, caller="dcg")
     log_base = _validation.check_log_base(log_base, caller="dcg")
     gain = _validation.check_gain(gain, caller="dcg")
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         DCG,
         scores,
         labels,
@@ -320,7 +320,7 @@ def ndcg(
     ideal_labels, ideal_where = _gains.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller="ndcg", labels=labels, gain=gain
     )
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         NDCG,
         scores,
         labels,

@@ -90,7 +90,7 @@ def stop_probability(grades, max_label):
     return jnp.exp2(grades - ceiling) - jnp.exp2(-ceiling)
 
 
-def _err(lists: _kernel.Lists, k, *, max_label):
+def _err(lists: _kernel.RankedLists, k, *, max_label):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -219,7 +219,7 @@ def err(
     max_label = _validation.check_positive_float(max_label, name="max_label", caller="err")
     scores, labels, where = _validation.check_lists(scores, labels, where, caller="err")
     _validation.check_labels_at_most(labels, where, max_label, name="max_label", caller="err")
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         ERR,
         scores,
         labels,

@@ -90,7 +90,7 @@ def probability_none_relevant_first(
     return jnp.prod(jnp.where(counted, factor, 1), axis=-1)
 
 
-def _first_relevant(lists: _kernel.Lists):
+def _first_relevant(lists: _kernel.RankedLists):
     """The first block holding a relevant item, and how many offsets of it matter."""
     blocks = lists.ranking.blocks
     block = first_relevant_block(blocks, lists.relevant())
@@ -99,7 +99,7 @@ def _first_relevant(lists: _kernel.Lists):
     return block, lists.n if k is None else min(k, lists.n)
 
 
-def _reciprocal_rank(lists: _kernel.Lists, k):
+def _reciprocal_rank(lists: _kernel.RankedLists, k):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
     block, length = _first_relevant(lists)
@@ -109,7 +109,7 @@ def _reciprocal_rank(lists: _kernel.Lists, k):
     return jnp.sum(probabilities * weights, axis=-1)
 
 
-def _hits(lists: _kernel.Lists, k):
+def _hits(lists: _kernel.RankedLists, k):
     block, length = _first_relevant(lists)
     # Only the first block holding a relevant item decides; c of its positions
     # lie within k, and a static k bounds c.
@@ -193,7 +193,7 @@ def reciprocal_rank(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         RECIPROCAL_RANK,
         scores,
         labels,
@@ -267,7 +267,7 @@ def hits(
     References:
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         HITS,
         scores,
         labels,

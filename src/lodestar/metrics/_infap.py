@@ -14,7 +14,7 @@ from lodestar.metrics import _kernel, _preceding
 EPSILON = 0.00001
 
 
-def _inferred_average_precision(lists: _kernel.Lists, k):
+def _inferred_average_precision(lists: _kernel.RankedLists, k):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -217,7 +217,7 @@ def inferred_average_precision(
     caller = "inferred_average_precision"
     judged = _validation.check_item_mask(judged, scores, name="judged", caller=caller)
     pooled = _validation.check_item_mask(pooled, scores, name="pooled", caller=caller)
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         INFERRED_AVERAGE_PRECISION,
         scores,
         labels,

@@ -117,7 +117,7 @@ class _Blocks:
     ``offset`` in the block (``u``, from 1).
     """
 
-    def __init__(self, lists: _kernel.Lists):
+    def __init__(self, lists: _kernel.RankedLists):
         wide = _wide()
         n = lists.n
         blocks = lists.ranking.blocks
@@ -282,7 +282,7 @@ class _Lattice:
         return jnp.prod(jnp.where(self.block_start[..., None, :], sums, 1), axis=-1)
 
 
-def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk, tile):
+def _expected(lists: _kernel.RankedLists, k, level, *, exact_limit, grid, chunk, tile):
     """``E[IP]`` at one recall level per list, exact or within ``1 / (2 grid)``.
 
     Each round evaluates ``P(IP <= t)`` at ``chunk`` thresholds in one pass
@@ -373,7 +373,7 @@ def _expected(lists: _kernel.Lists, k, level, *, exact_limit, grid, chunk, tile)
 
 
 def _interpolated_precision(
-    lists: _kernel.Lists,
+    lists: _kernel.RankedLists,
     k,
     *,
     recall,
@@ -387,7 +387,7 @@ def _interpolated_precision(
     return _expected(lists, k, recall, exact_limit=exact_limit, grid=grid, chunk=chunk, tile=tile)
 
 
-def _eleven_point_average(lists: _kernel.Lists, k, *, recall, **engine):
+def _eleven_point_average(lists: _kernel.RankedLists, k, *, recall, **engine):
     """The mean of :func:`_interpolated_precision` over the levels ``recall``.
 
     The levels run one after another (``lax.map``), not mapped together: each
@@ -537,7 +537,7 @@ def interpolated_precision(
     levels = _check_levels(recall, caller="interpolated_precision")
     _validation.check_k(k, caller="interpolated_precision")
     values = [
-        _kernel.evaluate(
+        _kernel.evaluate_formula(
             INTERPOLATED_PRECISION,
             scores,
             labels,
@@ -625,7 +625,7 @@ def eleven_point_average(
       trec_eval's m_11pt_avg.c.
     """
     levels = _check_levels(recall, caller="eleven_point_average")
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         ELEVEN_POINT_AVERAGE,
         scores,
         labels,

@@ -1,6 +1,6 @@
 """How an exact measure is evaluated: a formula over the rank engine, in one jitted kernel.
 
-Every exact measure is a :class:`Formula`: a function of a :class:`Lists` (the
+Every exact measure is a :class:`Formula`: a function of a :class:`RankedLists` (the
 engine's :class:`lodestar._ranking.Ranking` of the batch, the labels, the mask
 and any per-list context such as ``num_relevant``) and of the cut-off ``k``.
 One jitted kernel, :func:`evaluate_formulas`, evaluates a tuple of formulas
@@ -8,7 +8,7 @@ on one batch and shares one ranking among them: a public function asks for
 one formula, ``lodestar evaluate`` for every measure of the command line at
 once.
 
-:func:`evaluate` is the path of a public function: validate (decision 0003),
+:func:`evaluate_formula` is the path of a public function: validate (decision 0003),
 lay packed lists out (0009), run the kernel, and turn a list holding a value
 the checks would refuse into NaN when the inputs are traced.
 """
@@ -29,7 +29,7 @@ from jax import lax
 from lodestar import _gains, _host, _lists, _ranking, _shapes, _validation
 
 
-class Lists(NamedTuple):
+class RankedLists(NamedTuple):
     """What a formula sees: one batch of lists inside the kernel's trace.
 
     Attributes:
@@ -225,7 +225,7 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
         blocks=arrays.get("blocks"),
         order=arrays.get("order"),
     )
-    lists = Lists(ranking, labels, valid, dtype, context)
+    lists = RankedLists(ranking, labels, valid, dtype, context)
     values = []
     for (formula, static), options in zip(requests, traced, strict=True):
         options = dict(options)
@@ -234,7 +234,7 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
     return tuple(values)
 
 
-def evaluate(
+def evaluate_formula(
     formula: Formula,
     scores,
     labels,

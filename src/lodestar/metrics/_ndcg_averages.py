@@ -17,7 +17,7 @@ from lodestar import _docs, _gains, _ranking, _validation
 from lodestar.metrics import _dcg, _kernel
 
 
-def _ideal_running_dcg(lists: _kernel.Lists, gain):
+def _ideal_running_dcg(lists: _kernel.RankedLists, gain):
     """``(sorted positive gains s, I, P)``: ``I[..., b]`` the ideal DCG of the first ``b``."""
     ordered = _dcg.sorted_ideal_gains(lists, gain)
     discounts = _gains.discount_at(jnp.arange(1, ordered.shape[-1] + 1, dtype=lists.dtype), 2.0)
@@ -81,7 +81,7 @@ def _cut(lists, k):
 # --- Rndcg ---------------------------------------------------------------------------
 
 
-def _ndcg_at_gain_levels(lists: _kernel.Lists, k, *, gain):
+def _ndcg_at_gain_levels(lists: _kernel.RankedLists, k, *, gain):
     dtype, n = lists.dtype, lists.n
     if n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -113,7 +113,7 @@ def _ndcg_at_gain_levels(lists: _kernel.Lists, k, *, gain):
     return jnp.where(keep, value / jnp.where(keep, points, 1).astype(dtype), 0)
 
 
-def _num_rel(lists: _kernel.Lists):
+def _num_rel(lists: _kernel.RankedLists):
     """trec_eval's ``num_rel``: ``num_relevant``, else relevant ideal labels, else the list's."""
     context = lists.context
     if "num_relevant" in context:
@@ -128,7 +128,7 @@ def _num_rel(lists: _kernel.Lists):
 # --- ndcg_rel ------------------------------------------------------------------------
 
 
-def _ndcg_at_relevant(lists: _kernel.Lists, k, *, gain):
+def _ndcg_at_relevant(lists: _kernel.RankedLists, k, *, gain):
     dtype, n = lists.dtype, lists.n
     if n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -219,7 +219,7 @@ def _evaluate(
     ideal_labels, ideal_where = _gains.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller=caller
     )
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         formula,
         scores,
         labels,

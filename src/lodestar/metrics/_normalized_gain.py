@@ -17,7 +17,7 @@ ATOMS = 16
 """Distinct subset sums G keeps per (tie block, subset size); beyond, nearby sums are pooled."""
 
 
-def _binary_normalized_gain(lists: _kernel.Lists, k):
+def _binary_normalized_gain(lists: _kernel.RankedLists, k):
     dtype = lists.dtype
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
@@ -37,7 +37,7 @@ def _binary_normalized_gain(lists: _kernel.Lists, k):
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
-def _ideal_cost(lists: _kernel.Lists, gain):
+def _ideal_cost(lists: _kernel.RankedLists, gain):
     """Per position ``p``, the cost ``sum_{t <= p} max(I_t, 1)``; and the ideal's total gain.
 
     ``I_t`` is the t-th largest gain of the ideal pool (``ideal_labels`` if
@@ -226,7 +226,7 @@ def _pooled_terms(blocks: _Blocks, atoms):
     return _expected_terms(blocks, *sums)
 
 
-def gain_parts(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
+def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     """G's numerator, the ideal's total gain, and the second moment pooled away.
 
     The numerator is exact (to round-off) when the third is 0; see
@@ -283,7 +283,7 @@ def gain_parts(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
     return found, ideal_total, jnp.sum(pooled, axis=-1)
 
 
-def _normalized_gain(lists: _kernel.Lists, k, *, gain, atoms=ATOMS):
+def _normalized_gain(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
     found, ideal_total, _ = gain_parts(lists, k, gain=gain, atoms=atoms)
@@ -389,7 +389,7 @@ def binary_normalized_gain(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         BINARY_NORMALIZED_GAIN,
         scores,
         labels,
@@ -545,7 +545,7 @@ def normalized_gain(
     ideal_labels, ideal_where = _gains.check_ideal(
         ideal_labels, ideal_where, scores, segments, caller=caller
     )
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         NORMALIZED_GAIN,
         scores,
         labels,

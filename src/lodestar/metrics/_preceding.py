@@ -74,7 +74,7 @@ class Layout(NamedTuple):
 
 
 def layout(lists, k) -> Layout:
-    """The :class:`Layout` of a kernel's ``Lists`` for the traced cut-off ``k``."""
+    """The :class:`Layout` of a kernel's ``RankedLists`` for the traced cut-off ``k``."""
     ranking = lists.ranking
     blocks = ranking.blocks
     order = ranking.rank_order()

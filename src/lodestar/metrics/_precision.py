@@ -9,7 +9,7 @@ from lodestar import _docs, _rank_sums
 from lodestar.metrics import _kernel
 
 
-def relevant_in_top(lists: _kernel.Lists, relevant, k):
+def relevant_in_top(lists: _kernel.RankedLists, relevant, k):
     """Expected number of ``relevant`` items in the first ``k`` positions.
 
     Item ``i`` lands there with probability ``|[a, a + t) ∩ [0, k)| / t``: the
@@ -24,7 +24,7 @@ def requested_cutoff(k: int | None) -> dict[str, float | None]:
     return {"cutoff": None if k is None else float(k)}
 
 
-def slots(lists: _kernel.Lists, cutoff):
+def slots(lists: _kernel.RankedLists, cutoff):
     """The positions a measure divides by: the requested ``k``, past a short list's end too.
 
     Without a cut-off, the real items of each list. ``cutoff`` comes from
@@ -36,12 +36,12 @@ def slots(lists: _kernel.Lists, cutoff):
     return jnp.asarray(cutoff, lists.dtype)
 
 
-def _precision(lists: _kernel.Lists, k, *, cutoff):
+def _precision(lists: _kernel.RankedLists, k, *, cutoff):
     found = relevant_in_top(lists, lists.relevant(), k)
     return _kernel.ratio_or_zero(found, slots(lists, cutoff))
 
 
-def _recall(lists: _kernel.Lists, k):
+def _recall(lists: _kernel.RankedLists, k):
     relevant = lists.relevant()
     found = relevant_in_top(lists, relevant, k)
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
@@ -142,7 +142,7 @@ def precision(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         PRECISION,
         scores,
         labels,
@@ -216,7 +216,7 @@ def recall(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         RECALL,
         scores,
         labels,

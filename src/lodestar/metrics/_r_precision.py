@@ -49,7 +49,7 @@ def rank_cutoff(multiple, total):
     return jnp.floor(product + jnp.asarray(0.9, wide)).astype(total.dtype)
 
 
-def _r_precision(lists: _kernel.Lists, k, *, multiple):
+def _r_precision(lists: _kernel.RankedLists, k, *, multiple):
     relevant = lists.relevant()
     cut = rank_cutoff(multiple, lists.relevant_total(relevant))
     seen = jnp.minimum(cut, jnp.asarray(k, lists.dtype))
@@ -57,7 +57,7 @@ def _r_precision(lists: _kernel.Lists, k, *, multiple):
     return _kernel.ratio_or_zero(found, cut)
 
 
-def _relative_precision(lists: _kernel.Lists, k, *, cutoff):
+def _relative_precision(lists: _kernel.RankedLists, k, *, cutoff):
     relevant = lists.relevant()
     found = _precision.relevant_in_top(lists, relevant, k)
     best = jnp.minimum(_precision.slots(lists, cutoff), lists.relevant_total(relevant))
@@ -159,7 +159,7 @@ def r_precision(
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     multiple = _validation.check_positive_float(multiple, name="multiple", caller="r_precision")
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         R_PRECISION,
         scores,
         labels,
@@ -240,7 +240,7 @@ def relative_precision(
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
     _validation.check_k(k, caller="relative_precision")
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         RELATIVE_PRECISION,
         scores,
         labels,

@@ -12,7 +12,7 @@ from lodestar import _docs, _validation
 from lodestar.metrics import _counts, _first_relevant, _kernel
 
 
-def persistence_table(lists: _kernel.Lists, k, p):
+def persistence_table(lists: _kernel.RankedLists, k, p):
     """Prefix sums ``W[j] = -p^min(j, k)`` of the positional weights ``(1 - p) p^j``, ``j < k``.
 
     A block spanning ``[a, a + t)`` then has the mean weight
@@ -23,7 +23,7 @@ def persistence_table(lists: _kernel.Lists, k, p):
     return -(p ** jnp.minimum(jnp.arange(lists.n + 1), k).astype(lists.dtype))
 
 
-def _rank_biased_precision(lists: _kernel.Lists, k, *, p, max_label=None):
+def _rank_biased_precision(lists: _kernel.RankedLists, k, *, p, max_label=None):
     dtype = lists.dtype
     labels = jnp.where(lists.valid, lists.labels.astype(dtype), 0)
     if "max_label" in lists.context:
@@ -39,7 +39,7 @@ def _rank_biased_precision(lists: _kernel.Lists, k, *, p, max_label=None):
     return jnp.where(jnp.any(labels > top[..., None], axis=-1), jnp.nan, value)
 
 
-def _rank_biased_precision_residual(lists: _kernel.Lists, k, *, p):
+def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
     dtype = lists.dtype
     unjudged = lists.valid & ~lists.judged()
     blocks = lists.ranking.blocks  # first, so that the weighted sum reuses them
@@ -173,7 +173,7 @@ def rank_biased_precision(
         per_list = _validation.check_per_list_values(
             max_label, scores, segments, max_segments, name="max_label", caller=caller
         )
-    value = _kernel.evaluate(
+    value = _kernel.evaluate_formula(
         RANK_BIASED_PRECISION,
         scores,
         labels,
@@ -274,7 +274,7 @@ def rank_biased_precision_residual(
     """
     caller = "rank_biased_precision_residual"
     p = _check_p(p, caller)
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         RANK_BIASED_PRECISION_RESIDUAL,
         scores,
         labels,

@@ -19,7 +19,7 @@ from lodestar import _docs, _ranking, _validation
 from lodestar.metrics import _counts, _kernel, _precision
 
 
-def relevant_retrieved_moments(lists: _kernel.Lists, relevant, k):
+def relevant_retrieved_moments(lists: _kernel.RankedLists, relevant, k):
     """``(E[X], E[X^2])`` for ``X`` the relevant items in the first ``k``, over tie orders.
 
     A block of ``m`` items starting at ``a``, ``r`` of them relevant, has
@@ -42,25 +42,25 @@ def relevant_retrieved_moments(lists: _kernel.Lists, relevant, k):
     return mean, mean * mean + variance
 
 
-def _set_precision(lists: _kernel.Lists, k):
+def _set_precision(lists: _kernel.RankedLists, k):
     found = _precision.relevant_in_top(lists, lists.relevant(), k)
     return _kernel.ratio_or_zero(found, _counts.retrieved_count(lists, k))
 
 
-def _set_recall(lists: _kernel.Lists, k):
+def _set_recall(lists: _kernel.RankedLists, k):
     relevant = lists.relevant()
     found = _precision.relevant_in_top(lists, relevant, k)
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
-def _set_relative_precision(lists: _kernel.Lists, k):
+def _set_relative_precision(lists: _kernel.RankedLists, k):
     relevant = lists.relevant()
     found = _precision.relevant_in_top(lists, relevant, k)
     best = jnp.minimum(_counts.retrieved_count(lists, k), lists.relevant_total(relevant))
     return _kernel.ratio_or_zero(found, best)
 
 
-def _set_average_precision(lists: _kernel.Lists, k):
+def _set_average_precision(lists: _kernel.RankedLists, k):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], lists.dtype)
     relevant = lists.relevant()
@@ -69,7 +69,7 @@ def _set_average_precision(lists: _kernel.Lists, k):
     return _kernel.ratio_or_zero(square, retrieved * lists.relevant_total(relevant))
 
 
-def _set_f(lists: _kernel.Lists, k, *, beta):
+def _set_f(lists: _kernel.RankedLists, k, *, beta):
     relevant = lists.relevant()
     found = _precision.relevant_in_top(lists, relevant, k)
     beta = jnp.asarray(beta, lists.dtype)
@@ -81,7 +81,7 @@ def _set_f(lists: _kernel.Lists, k, *, beta):
     )
 
 
-def _utility(lists: _kernel.Lists, k, *, coefficients, num_documents):
+def _utility(lists: _kernel.RankedLists, k, *, coefficients, num_documents):
     relevant = lists.relevant()
     found = _precision.relevant_in_top(lists, relevant, k)
     retrieved = _counts.retrieved_count(lists, k)
@@ -172,7 +172,7 @@ def set_precision(
 
       McSherry & Najork, ECIR 2008. https://doi.org/10.1007/978-3-540-78646-7_38
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         SET_PRECISION,
         scores,
         labels,
@@ -234,7 +234,7 @@ def set_recall(
     References:
       trec_eval's ``m_set_recall.c``. https://github.com/usnistgov/trec_eval
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         SET_RECALL,
         scores,
         labels,
@@ -298,7 +298,7 @@ def set_relative_precision(
     References:
       trec_eval's ``m_set_rel_P.c``. https://github.com/usnistgov/trec_eval
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         SET_RELATIVE_PRECISION,
         scores,
         labels,
@@ -374,7 +374,7 @@ def set_average_precision(
     References:
       trec_eval's ``m_set_map.c``. https://github.com/usnistgov/trec_eval
     """
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         SET_AVERAGE_PRECISION,
         scores,
         labels,
@@ -463,7 +463,7 @@ def set_f(
     beta = _validation.check_float_in_range(
         beta, name="beta", caller="set_f", low=0.0, high=float("inf"), closed="left"
     )
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         SET_F,
         scores,
         labels,
@@ -578,7 +578,7 @@ def utility(
             "fourth coefficient is not 0; pass num_documents=0 for trec_eval's value "
             "without -N."
         )
-    return _kernel.evaluate(
+    return _kernel.evaluate_formula(
         UTILITY,
         scores,
         labels,

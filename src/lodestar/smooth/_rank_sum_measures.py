@@ -46,7 +46,7 @@ def _rank_sum_kernel(
         y, valid, {**dict(static), **traced}, num_relevant, cutoff if cut else None
     )
     view = _rank_sums.SoftView(s, valid, temperature, method, k, cut=cut)
-    value = _rank_sums.evaluate(measure, items, view)
+    value = _rank_sums.evaluate_rank_sum(measure, items, view)
     # What the concrete checks refuse beyond the shared ones gives NaN, with a
     # NaN gradient: a label the measure refuses, or too small a num_relevant.
     bad = jnp.zeros(value.shape, bool)
