@@ -42,11 +42,6 @@ def read_bytes(
     the bytes is ever made. Standard input, a pipe (``<(zcat run.gz)``) and a
     device, whose size is unknown, are read in blocks too.
 
-    With ``refuse_nul``, text holding a NUL byte is refused as soon as a
-    block that is read holds one: a text format that refuses NUL bytes
-    anyway then refuses ``/dev/zero`` and a gzip bomb of zeros at their first
-    block, instead of reading them until memory runs out.
-
     Args:
       path: The file.
       progress: Called as ``progress(done, total)`` with the bytes of the
@@ -55,6 +50,10 @@ def read_bytes(
       dash_is_stdin: Read ``-`` as standard input, as the TREC files of the
         command line and of :func:`lodestar.evaluate` do. Otherwise a path
         names a file, whatever it is.
+      refuse_nul: Refuse text holding a NUL byte as soon as a block that is
+        read holds one: a text format that refuses NUL bytes anyway then
+        refuses ``/dev/zero`` and a gzip bomb of zeros at their first block,
+        instead of reading them until memory runs out.
 
     Raises:
       OSError: the file cannot be read, or it is a truncated or corrupt gzip

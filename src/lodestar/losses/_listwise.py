@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.losses import _common
 
 
@@ -48,7 +48,6 @@ def _listmle_kernel(s, y, valid, w, key):
     return jnp.sum(jnp.where(valid_sorted, w_sorted * (lse - s_sorted), 0), axis=-1)
 
 
-@_docs.shared
 def softmax_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -73,10 +72,26 @@ def softmax_loss(
     A list whose labels sum to 0 has no target distribution and a loss of 0.
 
     Args:
-      {{scores, loss_labels, loss_batch}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` non-negative relevance labels.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
@@ -122,7 +137,6 @@ def softmax_loss(
     return _softmax_kernel(scores, labels, where, weights, item_weights, reduction=reduction)
 
 
-@_docs.shared
 def listmle_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -150,22 +164,38 @@ def listmle_loss(
     finite.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance labels (any real values; only their order
         matters).
-      {{loss_batch}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       key: Optional :func:`jax.random.key` (or ``PRNGKey``) breaking ties
         between equal labels uniformly at random. Without it tied labels keep
         their order of appearance (a stable sort), as in :func:`rax.listmle_loss`;
         the loss then depends on the order of tied items.
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``key`` is not None, one
         typed key or one raw ``PRNGKey``.
-      {{loss_value_error}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
+        negative or non-finite weight.
 
     Example:
       >>> import jax.numpy as jnp
@@ -197,7 +227,6 @@ def listmle_loss(
     return _listmle_kernel(scores, labels, where, weights, item_weights, key, reduction=reduction)
 
 
-@_docs.shared
 def poly1_softmax_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -224,12 +253,28 @@ def poly1_softmax_loss(
     loss of 0.
 
     Args:
-      {{scores, loss_labels, loss_batch}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` non-negative relevance labels.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       epsilon: :math:`\epsilon`, a float in [-1, inf) (at -1 the first
         polynomial term is removed; the loss must stay bounded below).
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``epsilon`` is not a

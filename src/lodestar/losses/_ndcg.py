@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _pairs, _ranking, _soft_ranks, _validation
+from lodestar import _gains, _pairs, _ranking, _soft_ranks, _validation
 from lodestar.losses import _common
 
 _LN2 = math.log(2.0)
@@ -63,7 +63,6 @@ def _approx_ndcg_kernel(s, y, valid, w, temperature, k, *, cut, gain):
     return -_soft_ranks.soft_dcg(s, share, valid, temperature, 2.0, k, method="sigmoid", cut=cut)
 
 
-@_docs.shared
 def lambda_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -105,7 +104,20 @@ def lambda_loss(
     no gradient; the gradient flows through the logistic pair terms only.
 
     Args:
-      {{scores, loss_labels, loss_batch}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` non-negative relevance labels.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       k: Optimise NDCG@k; None for the whole list.
       mu: :math:`\mu \ge 0`, the weight of the NDCG-Loss2 term. 0 gives the
         LambdaRank weights alone. The default 10 is allRank's.
@@ -116,14 +128,19 @@ def lambda_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
       ``"none"``. A list without a relevant item has a loss of 0.
-      {{loss_nan_under_jit}}
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``mu`` is not a float in [0, inf);
         ``temperature`` is not a float in (0, inf), or is below the smallest
         normal number of the compute dtype (1.2e-38 in float32).
-      {{loss_value_error_gain}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, a
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp
@@ -184,7 +201,6 @@ def lambda_loss(
     )
 
 
-@_docs.shared
 def approx_ndcg_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -213,7 +229,21 @@ def approx_ndcg_loss(
     ...)``; see :func:`lodestar.smooth.ndcg` for the soft cut-off at ``k``.
 
     Args:
-      {{scores, loss_labels, loss_batch, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` non-negative relevance labels.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       k: Optimise NDCG@k (a soft cut-off); None for the whole list.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper and in
         Rax), ``"linear"`` or a callable applied to the labels.
@@ -221,14 +251,19 @@ def approx_ndcg_loss(
     Returns:
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses, in
       [-1, 0], for ``"none"``. A list without a relevant item has a loss of 0.
-      {{loss_nan_under_jit}}
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``temperature`` is not a float in (0, inf),
         or is below the smallest normal number of the compute dtype (1.2e-38
         in float32).
-      {{loss_value_error_gain}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, a
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp

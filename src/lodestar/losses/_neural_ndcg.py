@@ -12,7 +12,7 @@ from jax import lax
 from jax.ad_checkpoint import checkpoint_name
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _pairs, _soft_ranks, _validation
+from lodestar import _gains, _pairs, _soft_ranks, _validation
 from lodestar.losses import _common
 
 
@@ -187,7 +187,6 @@ def _neural_ndcg_kernel(s, y, valid, w, temperature, *, k, gain, iterations):
     return -jnp.sum(sorted_share * discount, axis=-1)
 
 
-@_docs.shared
 def neural_ndcg_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -225,7 +224,21 @@ def neural_ndcg_loss(
     Padding takes no row and no column of :math:`\hat P`.
 
     Args:
-      {{scores, loss_labels, loss_batch, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` non-negative relevance labels.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       k: Optimise NDCG@k: only the first ``k`` positions count; None for all.
       gain: ``"exp2"`` (:math:`2^\ell - 1`, the default, as in the paper),
         ``"linear"`` or a callable applied to the labels.
@@ -237,14 +250,19 @@ def neural_ndcg_loss(
       A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses,
       about [-1, 0], for ``"none"``. A list without a relevant item has a loss
       of 0.
-      {{loss_nan_under_jit}}
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` or ``gain`` is unknown; ``k`` is not
         None and not an int >= 1; ``temperature`` is not a float in (0, inf),
         or is below the smallest normal number of the compute dtype (1.2e-38
         in float32); ``sinkhorn_iterations`` is not an int >= 0.
-      {{loss_value_error_gain}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, a
+        negative label, a negative or non-finite weight, or, with
+        ``gain="exp2"``, labels whose gains overflow the dtype (a label of
+        128 or more in float32, 1024 in float64).
 
     Example:
       >>> import jax.numpy as jnp

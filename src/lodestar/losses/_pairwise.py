@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _pairs, _validation
+from lodestar import _pairs, _validation
 from lodestar.losses import _common
 
 
@@ -45,7 +45,6 @@ def _pairwise_soft_zero_one_kernel(s, y, valid, w, temperature):
     return _pairwise_sum(soft_zero_one, s, y, valid, w)
 
 
-@_docs.shared
 def pairwise_logistic_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -70,19 +69,35 @@ def pairwise_logistic_loss(
     value is the **sum** over its pairs, not the mean.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance labels (any real values).
-      {{loss_batch}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       temperature: :math:`T` in (0, inf).
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``temperature`` is not a
         float in (0, inf), or is below the smallest normal number of the
         compute dtype (1.2e-38 in float32).
-      {{loss_value_error}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
+        negative or non-finite weight.
 
     Example:
       >>> import jax.numpy as jnp
@@ -123,7 +138,6 @@ def pairwise_logistic_loss(
     )
 
 
-@_docs.shared
 def pairwise_hinge_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -147,18 +161,34 @@ def pairwise_hinge_loss(
     linear in the list length.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance labels (any real values).
-      {{loss_batch}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       margin: :math:`m`, a float in [0, inf).
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``margin`` is not a
         float in [0, inf).
-      {{loss_value_error}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
+        negative or non-finite weight.
 
     Example:
       >>> import jax.numpy as jnp
@@ -195,7 +225,6 @@ def pairwise_hinge_loss(
     )
 
 
-@_docs.shared
 def pairwise_soft_zero_one_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -219,19 +248,35 @@ def pairwise_soft_zero_one_loss(
     hinge losses are not.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance labels (any real values).
-      {{loss_batch}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
       temperature: :math:`T` in (0, inf).
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown; ``temperature`` is not a
         float in (0, inf), or is below the smallest normal number of the
         compute dtype (1.2e-38 in float32).
-      {{loss_value_error}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
+        negative or non-finite weight.
 
     Example:
       >>> import jax.numpy as jnp

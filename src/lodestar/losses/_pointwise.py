@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs
 from lodestar.losses import _common
 
 
@@ -24,7 +23,6 @@ def _pointwise_sigmoid_kernel(s, y, valid, w):
     return jnp.sum(jnp.where(valid, w * loss, 0), axis=-1)
 
 
-@_docs.shared
 def pointwise_mse_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -45,16 +43,32 @@ def pointwise_mse_loss(
     over the real items: a regression of the scores on the labels.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance labels (any real values).
-      {{loss_batch}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
-      {{loss_value_error}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
+        negative or non-finite weight.
 
     Example:
       >>> import jax.numpy as jnp
@@ -87,7 +101,6 @@ def pointwise_mse_loss(
     return _pointwise_mse_kernel(scores, labels, where, weights, item_weights, reduction=reduction)
 
 
-@_docs.shared
 def pointwise_sigmoid_loss(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -114,16 +127,32 @@ def pointwise_sigmoid_loss(
     that scores of any size stay finite.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance labels; values outside [0, 1] are clipped.
-      {{loss_batch}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
+        as in Rax (see the module docstring).
+      reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
+        ``"none"``.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        each list is then one list of the reduction (see *Packed lists* in the
+        module docstring).
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      {{loss_returns}}
+      A scalar for ``"mean"`` and ``"sum"``; the ``(...)`` per-list losses for
+      ``"none"``.
+      Under ``jit``, a list holding a value refused on concrete inputs
+      gives NaN (see *Bad values under jit* in the module docstring).
 
     Raises:
       InvalidParameterError: ``reduction`` is unknown.
-      {{loss_value_error}}
+      ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or
+        ``weights``; on concrete inputs, NaN or infinity in a real item, or a
+        negative or non-finite weight.
 
     Example:
       >>> import jax.numpy as jnp

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _rank_sums, _ranking
+from lodestar import _rank_sums, _ranking
 from lodestar.metrics import _kernel
 
 
@@ -53,7 +53,6 @@ AVERAGE_PRECISION_SUM = _rank_sums.RankSum(
 
 
 @_kernel.computes(AVERAGE_PRECISION)
-@_docs.shared
 def average_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -81,30 +80,30 @@ def average_precision(
     or ``num_relevant`` if given: pass the number of relevant documents in the
     qrels, retrieved or not, to get trec_eval's ``map``.
 
-    With ties, let item :math:`i`'s block start at 0-based position :math:`a`,
-    hold :math:`m` items of which :math:`r` are relevant, and let :math:`A`
-    relevant items rank strictly above it. Given that :math:`i` sits at offset
-    :math:`u` of its block, its :math:`u` predecessors are a uniformly random
-    subset of its :math:`m - 1` block-mates, holding :math:`u (r-1)/(m-1)`
-    relevant items in expectation. Precision at :math:`i`'s rank is linear in
-    that count, so
-
-    .. math::
-
-        \mathbb{E}[\mathrm{AP@k}] = \frac{1}{R} \sum_{i\,:\,\ell_i \ne 0}
-            \frac{1}{m} \sum_{u=0}^{\min(m, k - a) - 1}
-            \frac{1 + A + u\,\frac{r - 1}{m - 1}}{a + u + 1}
-
-    (the fraction :math:`\frac{r-1}{m-1}` is 0 when :math:`m = 1`). The inner
-    sum runs over offsets, so a list costs O(n · m) for its largest tie block
-    of :math:`m` items starting before ``k``: one pass without ties.
+    With ties, the expectation over the tie orders is exact, and a list costs
+    O(n · m) for its largest tie block of :math:`m` items starting before ``k``:
+    one pass without ties. :doc:`/ties` derives it.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       k: Only relevant items within the first ``k`` positions contribute; the
         denominator stays :math:`R`. None, or a ``k`` past ``n``, looks at the
         whole list.
-      {{ignore_ties, num_relevant, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` average precision of each list, in [0, 1]. A list with no
@@ -112,7 +111,10 @@ def average_precision(
       score.
 
     Raises:
-      {{invalid_k, value_error}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
 
     Example:
       Relevant items at ranks 1 and 3 give (1/1 + 2/3) / 2; with all four

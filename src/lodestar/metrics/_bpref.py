@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.metrics import _kernel, _preceding
 
 
@@ -44,7 +44,6 @@ BPREF = _kernel.Formula("bpref", _bpref, uses_order=True, labels="binary", nonne
 
 
 @_kernel.computes(BPREF)
-@_docs.shared
 def bpref(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -78,35 +77,36 @@ def bpref(
     :math:`i` (the term is 1 when :math:`n_i = 0`). This is trec_eval's
     ``bpref``; ``k`` is its ``-M``.
 
-    With ties, let :math:`i`'s block start at 0-based position :math:`a` and
-    hold :math:`m` items, :math:`b` of them judged non-relevant, with
-    :math:`n_A` judged non-relevant items above the block. The number
-    :math:`v` of its non-relevant block-mates placed before :math:`i` is
-    uniform on :math:`\{0, \dots, b\}` (only the order of :math:`i` and those
-    :math:`b` matters), so a block wholly within ``k`` adds, per relevant
-    item, :math:`\frac{1}{b+1}\sum_{v=0}^{b} t(n_A + v)` with :math:`t` the
-    term above. In the block that straddles ``k``, with :math:`c = k - a` of
-    its positions counted, the offset :math:`u` of :math:`i` matters too:
-    :math:`u` is uniform on :math:`\{0, \dots, m-1\}` and, given :math:`u`,
-    :math:`v` is hypergeometric (:math:`u` draws from the :math:`m - 1`
-    mates), so the item adds
-
-    .. math::
-
-        \frac{1}{m} \sum_{u=0}^{c-1} \sum_{v}
-            \frac{\binom{b}{v}\binom{m-1-b}{u-v}}{\binom{m-1}{u}}\, t(n_A + v).
-
-    Both are computed by one recurrence over :math:`u`, O(m^2) per block
-    (decision 0016): one pass without ties.
+    With ties, the expectation over the tie orders is exact, O(m²) per block
+    of :math:`m` tied items (decision 0016): one pass without ties.
+    :doc:`/ties` derives it.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
         value of a judged item is relevant, 0 is non-relevant.
       k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
         normalisers stay :math:`R` and :math:`N`. None, or a ``k`` past
         ``n``, reads the whole list.
-      {{ignore_ties, num_relevant, num_judged_nonrelevant, judged, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      num_judged_nonrelevant: ``(...)`` the number of judged non-relevant
+        items of each list, retrieved or not (trec_eval's judged documents
+        below the relevance level), or None to count the judged real items
+        of the list labelled 0. It must be at least that count.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` bpref of each list, in [0, 1]. 0 for a list with no relevant
@@ -115,7 +115,7 @@ def bpref(
       relevant items retrieved within ``k``. NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` or ``num_judged_nonrelevant`` does not hold one

@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.metrics import _kernel, _precision
 
 
@@ -74,7 +74,6 @@ UNJUDGED = _kernel.Formula(
 
 
 @_kernel.computes(NUM_RETRIEVED)
-@_docs.shared
 def num_retrieved(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -93,17 +92,31 @@ def num_retrieved(
     change nothing.
 
     Args:
-      {{scores, shape_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; only their
+        shape is used.
       k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
         None counts every real item.
-      {{ignore_ties, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` the count of each list, a whole number in the floating dtype.
       0 for a list with no real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
 
     Example:
       >>> import jax.numpy as jnp
@@ -135,7 +148,6 @@ def num_retrieved(
 
 
 @_kernel.computes(NUM_RELEVANT)
-@_docs.shared
 def num_relevant(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -158,10 +170,26 @@ def num_relevant(
     not). It depends on no order, so ties change nothing.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       k: Accepted for uniformity and ignored: trec_eval's ``-M`` does not
         change ``num_rel``, and relevant items past ``k`` still count.
-      {{ignore_ties, num_relevant, judged, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` the count of each list, a whole number in the floating dtype.
@@ -170,7 +198,7 @@ def num_relevant(
       for a list with no real items. NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` has the wrong shape; on concrete inputs, a real item
@@ -214,7 +242,6 @@ def num_relevant(
 
 
 @_kernel.computes(NUM_RELEVANT_RETRIEVED)
-@_docs.shared
 def num_relevant_retrieved(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -242,13 +269,33 @@ def num_relevant_retrieved(
     tie block holding relevant and non-relevant items.
 
     Args:
-      {{scores, binary_labels, counted_k, ignore_ties, judged, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None counts over the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      {{expected_count}}
+      ``(...)`` the expected count of each list, in [0, min(n, k)]. 0 for a
+      list with no real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error_judged}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` or ``judged`` is not a boolean array of the same shape; on
+        concrete inputs, a real item holds NaN or infinity, or a negative label.
 
     Example:
       One relevant item ties with a non-relevant one for positions 2 and 3:
@@ -285,7 +332,6 @@ def num_relevant_retrieved(
 
 
 @_kernel.computes(NUM_NONRELEVANT_JUDGED_RETRIEVED)
-@_docs.shared
 def num_nonrelevant_judged_retrieved(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -311,16 +357,33 @@ def num_nonrelevant_judged_retrieved(
             \frac{|[a_i, a_i + t_i) \cap [0, k)|}{t_i}.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance judgements, non-negative; a judged item
         labelled 0 is non-relevant.
-      {{counted_k, ignore_ties, judged, where, packed}}
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None counts over the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
-      {{expected_count}}
+      ``(...)`` the expected count of each list, in [0, min(n, k)]. 0 for a
+      list with no real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error_judged}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` or ``judged`` is not a boolean array of the same shape; on
+        concrete inputs, a real item holds NaN or infinity, or a negative label.
 
     Example:
       The third item was never judged:
@@ -357,7 +420,6 @@ def num_nonrelevant_judged_retrieved(
 
 
 @_kernel.computes(UNJUDGED)
-@_docs.shared
 def unjudged(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -386,10 +448,23 @@ def unjudged(
     non-relevant.
 
     Args:
-      {{scores, shape_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; only their
+        shape is used.
       k: The number of positions; also the denominator. None scores the whole
         list over its number of real items.
-      {{ignore_ties, judged, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` the share of each list, in [0, 1]. 0 without ``judged`` (every
@@ -397,7 +472,10 @@ def unjudged(
       a NaN score.
 
     Raises:
-      {{invalid_k, value_error_judged}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` or ``judged`` is not a boolean array of the same shape; on
+        concrete inputs, a real item holds NaN or infinity, or a negative label.
 
     Example:
       The unjudged item ties with a judged one for positions 2 and 3:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _rank_sums, _ranking, _validation
+from lodestar import _gains, _rank_sums, _ranking, _validation
 from lodestar.metrics import _kernel
 
 
@@ -117,7 +117,6 @@ DCG_SUM = _rank_sums.RankSum("dcg", _discounted_gain)
 
 
 @_kernel.computes(DCG)
-@_docs.shared
 def dcg(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -143,15 +142,25 @@ def dcg(
     order of the tied items.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` graded relevance of each item.
-      {{scored_k}}
+      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
+        scores the whole list.
       log_base: Base :math:`b` of the positional discount, in (0, inf). A base
         below 1 makes the discounts, and so the score, negative; a base of 1
         makes every discount 0.
       gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
         (:math:`2^\ell - 1`), or a callable applied to the labels.
-      {{ignore_ties, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` DCG of each list. Unbounded above: it grows with the label
@@ -220,7 +229,6 @@ def dcg(
 
 
 @_kernel.computes(NDCG)
-@_docs.shared
 def ndcg(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -257,18 +265,32 @@ def ndcg(
     (``-m ndcg.1=3,2=9``), and with ``k`` its ``ndcg_cut_k``.
 
     Args:
-      {{scores, graded_labels, scored_k}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` graded relevance, non-negative.
+      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
+        scores the whole list.
       gain: ``"linear"`` (the label itself, as in scikit-learn), ``"exp2"``
         (:math:`2^\ell - 1`), a :class:`GainTable` (trec_eval's gains per
         relevance level), or a callable applied to the labels. The ideal
         ranks the items by their gains.
-      {{ignore_ties}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
       ideal_labels: ``(..., m)`` labels of every judged item of each list,
         retrieved or not, for the ideal ranking; None uses ``labels``. Not
         with ``segments``.
       ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
         padding.
-      {{judged_gain, where, packed}}
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item gains 0 whatever its
+        label, which matters when level 0 has a gain.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` NDCG of each list, in [0, 1] for non-negative gains (with
@@ -278,7 +300,8 @@ def ndcg(
       the checks below refuse).
 
     Raises:
-      {{invalid_k_gain}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
+        unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; ``ideal_labels``
         does not share the batch shape, or comes with ``segments``;

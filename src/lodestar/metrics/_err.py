@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _rank_sums, _validation
+from lodestar import _rank_sums, _validation
 from lodestar.metrics import _kernel
 
 
@@ -126,7 +126,6 @@ ERR_SUM = _rank_sums.RankSum("err", _err_utility, refused=_err_refused)
 
 
 @_kernel.computes(ERR)
-@_docs.shared
 def err(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -168,14 +167,25 @@ def err(
     not factor over items.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` grades :math:`g`, in ``[0, max_label]``.
       max_label: :math:`g_{\max}`, the top grade of the judgement scale (4
         for the 0–4 scale of the TREC Web track and of Chapelle et al.), in
         (0, inf). Required: the maximum of each list would make a list's
         value depend on what it retrieved, and the maximum of a batch on the
         other lists.
-      {{scored_k, ignore_ties, where, packed}}
+      k: Score only the first ``k`` positions. None, or a ``k`` past ``n``,
+        scores the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` ERR of each list, in [0, 1). 0 for a list with no item of

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _ranking
+from lodestar import _ranking
 from lodestar.metrics import _kernel
 
 
@@ -122,7 +122,6 @@ HITS = _kernel.Formula("hits", _hits, labels="binary", nonnegative_labels=True)
 
 
 @_kernel.computes(RECIPROCAL_RANK)
-@_docs.shared
 def reciprocal_rank(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -152,11 +151,20 @@ def reciprocal_rank(
     with the terms where :math:`a + j > k` dropped.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance judgements; any non-zero value is relevant.
       k: Only a first relevant item within the first ``k`` positions counts.
         None, or a ``k`` past ``n``, looks at the whole list.
-      {{ignore_ties, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` reciprocal rank of each list, in [0, 1]. 1 when a relevant item
@@ -165,7 +173,7 @@ def reciprocal_rank(
       of the result to get MRR. NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` is not a boolean array of the same shape; on concrete inputs,
         a real item holds NaN or infinity.
@@ -208,7 +216,6 @@ def reciprocal_rank(
 
 
 @_kernel.computes(HITS)
-@_docs.shared
 def hits(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -235,10 +242,21 @@ def hits(
             = 1 - \prod_{j=0}^{c-1} \frac{m - r - j}{m - j}.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       k: The number of positions. None, or a ``k`` past ``n``, looks at the
         whole list (1 whenever an item is relevant).
-      {{ignore_ties, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` hits of each list, in [0, 1]; exactly 0 or 1 without ties. A
@@ -246,7 +264,10 @@ def hits(
       The plain mean over lists is the hit rate (trec_eval's ``success_k``).
 
     Raises:
-      {{invalid_k, value_error}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
 
     Example:
       One relevant item among three tied for the top: a hit at 1 one time in

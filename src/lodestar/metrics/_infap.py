@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.metrics import _kernel, _preceding
 
 # trec_eval's INFAP_EPSILON (trec_eval.h): keeps the sampled precision defined
@@ -104,7 +104,6 @@ INFERRED_AVERAGE_PRECISION = _kernel.Formula(
 
 
 @_kernel.computes(INFERRED_AVERAGE_PRECISION)
-@_docs.shared
 def inferred_average_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -141,41 +140,42 @@ def inferred_average_precision(
     relevant items of the list or ``num_relevant``. With every item judged
     it is average precision.
 
-    With ties, :math:`t_j` is a ratio in the counts of three kinds of
-    block-mates placed before the item, so its expectation needs their joint
-    law. Let the item's block start at :math:`a`, hold :math:`m` items, of
-    which :math:`J` other judged ones (:math:`r - 1` relevant), :math:`c`
-    unjudged in the pool and :math:`d` outside it; the item sits at offset
-    :math:`u` (uniform), and given :math:`u` its judged predecessors number
-    :math:`s` (hypergeometric: :math:`u` draws from :math:`m - 1` holding
-    :math:`J`), of which :math:`x` relevant (hypergeometric: :math:`s` draws
-    from :math:`J` holding :math:`r - 1`), while its unjudged predecessors in
-    the pool have the conditional mean :math:`(u - s)\,c/(c + d)`, which
-    suffices because :math:`t_j` is linear in them. Then
-
-    .. math::
-
-        \mathbb{E}[t] = \frac{1}{m}\sum_{u < c_k} \frac{1}{a+u+1}
-            + \sum_s F(s)\, H(s),
-
-    with :math:`F(s) = \mathbb{E}_x[(R_A + x + \epsilon) /
-    (R_A + N_A + s + 2\epsilon)]` and :math:`H(s) = \frac{1}{m}\sum_{u < c_k}
-    P(s \mid u)\,(A + s + (u - s)\frac{c}{c+d}) / (a + u + 1)`, where
-    :math:`R_A, N_A` count the relevant and non-relevant items above the
-    block, :math:`A` every judged or pooled one, and :math:`c_k` the block's
-    positions before ``k``. Two recurrences compute it exactly in O(m^2) per
-    block (decision 0016): one pass without ties.
+    With ties, the expectation over the tie orders is exact, O(m²) per block
+    of :math:`m` tied items (decision 0016): one pass without ties.
+    :doc:`/ties` derives it.
 
     Args:
-      {{scores, judged_binary_labels, read_k_over_relevant}}
-      {{ignore_ties, num_relevant, judged, pooled, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value of a judged item is relevant.
+      k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
+        denominator stays :math:`R`. None, or a ``k`` past ``n``, reads the
+        whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      pooled: ``(..., n)`` boolean mask of the items in the judgement pool,
+        judged or not (trec_eval: in the qrels at all), or None for the
+        judged items. A judged item always counts as pooled.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` infAP of each list, in [0, 1]. 0 for a list with no relevant
       item; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where``, ``judged`` or ``pooled`` is not a boolean array of the
         same shape; ``num_relevant`` does not hold one count per list; on

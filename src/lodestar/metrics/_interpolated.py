@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _ranking, _validation
+from lodestar import _ranking, _validation
 from lodestar.metrics import _kernel
 
 ELEVEN_POINTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -437,7 +437,6 @@ def _check_levels(recall, *, caller: str) -> tuple[float, ...]:
 
 
 @_kernel.computes(INTERPOLATED_PRECISION)
-@_docs.shared
 def interpolated_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -470,30 +469,33 @@ def interpolated_precision(
     ranked within :math:`N`. These are the points of the standard
     recall-precision graph.
 
-    **Ties.** A maximum does not average linearly, so the expectation over
-    tie orders is computed from the distribution:
-    :math:`\mathbb{E}[\mathrm{IP}] = D + \int_D^1 (1 - \Pr[\mathrm{IP} \le t])\,dt`,
-    where :math:`D` is the largest precision that no order changes (at the
-    end of a tie block, or inside a block of relevant items only).
-    :math:`\Pr[\mathrm{IP} \le t]` is a product over the blocks holding both
-    relevant and other items of the probability that the block's uniformly
-    random pattern keeps every precision :math:`\mathrm{rel}(i)/i` at or below
-    :math:`t`: a lattice path under a line, counted by a dynamic programme over
-    the block's positions. It changes only at the precisions
-    :math:`j / i` a block can reach, so when there are at most
-    ``EXACT_LIMIT`` (128) of them above :math:`D`, walking them gives the
-    exact expectation. Otherwise it is bracketed on the thresholds
-    :math:`q / 2048` by the trapezoid rule, **within** :math:`1/4096 \approx
-    2.4 \cdot 10^{-4}` **of the exact value** (decision 0017). Without ties the
-    value is exact.
+    **Ties.** The expectation over the tie orders is exact when the tie
+    blocks can reach at most ``EXACT_LIMIT`` (128) precisions above the part
+    that no order changes; otherwise it is **within** :math:`1/4096 \approx
+    2.4 \cdot 10^{-4}` **of the exact value** (decision 0017). Without ties
+    the value is exact. :doc:`/ties` derives it.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       recall: A recall level in [0, 1], or a sequence of them (trec_eval's
         default levels are ``ELEVEN_POINTS``, 0.0, 0.1, …, 1.0).
       k: Rank only the first ``k`` positions (trec_eval's ``-M``). None ranks
         the whole list.
-      {{ignore_ties, num_relevant, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` for one level, ``(..., levels)`` for a sequence: values in
@@ -503,7 +505,11 @@ def interpolated_precision(
     Raises:
       InvalidParameterError: ``recall`` is not a float in [0, 1] or a
         non-empty sequence of them; ``k`` is not None and not an int >= 1.
-      {{value_error_num_relevant}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Relevant items at ranks 2 and 3: precision 1/2 and 2/3 there, so 2/3
@@ -559,7 +565,6 @@ def interpolated_precision(
 
 
 @_kernel.computes(ELEVEN_POINT_AVERAGE)
-@_docs.shared
 def eleven_point_average(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -583,13 +588,27 @@ def eleven_point_average(
     :math:`2.4 \cdot 10^{-4}` as :func:`interpolated_precision` says.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       recall: The recall levels, each in [0, 1]; a level listed twice counts
         twice (trec_eval's ``11pt_avg.0.2,0.5,0.8`` is the older 3-point
         average).
       k: Rank only the first ``k`` positions (trec_eval's ``-M``). None ranks
         the whole list.
-      {{ignore_ties, num_relevant, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` values in [0, 1]; 0 for a list with no relevant item ranked
@@ -598,7 +617,11 @@ def eleven_point_average(
     Raises:
       InvalidParameterError: ``recall`` is not a non-empty sequence of floats
         in [0, 1] (or one such float); ``k`` is not None and not an int >= 1.
-      {{value_error_num_relevant}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Relevant items at ranks 1 and 3 of two: interpolated precision 1 at the

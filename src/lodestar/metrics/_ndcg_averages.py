@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _ranking, _validation
+from lodestar import _gains, _ranking, _validation
 from lodestar.metrics import _dcg, _kernel
 
 
@@ -238,7 +238,6 @@ def _evaluate(
 
 
 @_kernel.computes(NDCG_AT_RELEVANT)
-@_docs.shared
 def ndcg_at_relevant(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -270,32 +269,37 @@ def ndcg_at_relevant(
         \qquad \mathrm{ndcg\_rel} = \frac{\max(S, 0)}{P}:
 
     NDCG at each positive item retrieved, and the final NDCG for each one
-    missed. With ties, :math:`S` is a sum over pairs of items (the later one
-    positive) of a gain times the discount of the earlier one's position and
-    :math:`1/I` at the later one's. Items of different blocks land
-    independently and a pair inside one block on a uniformly random pair of
-    its positions, so
+    missed.
 
-    .. math::
-
-        \mathbb{E}[S] = \sum_{x\,:\,g_x > 0} \Bigl[ g_x\,\overline{d w}_x
-            + A_x \overline{w}_x + (G_B - g_x) \frac{T_B}{m(m-1)} \Bigr]
-            + \frac{P\,\mathbb{E}[\mathrm{DCG@N}] - \mathbb{E}[Q\,\mathrm{DCG@N}]}{I(P-1)},
-
-    with :math:`w(p) = [p < N] / I(p)`, bars the means over :math:`x`'s block,
-    :math:`A_x` the expected DCG of the blocks above, :math:`G_B` the gains of
-    :math:`x`'s block of :math:`m` items and :math:`T_B = \sum_{u<v} d(a+u)\,
-    w(a+v)` over its positions; :math:`\mathbb{E}[Q\,\mathrm{DCG@N}]` splits the
-    same way (decision 0017). It is exact whenever :math:`S` cannot be
-    negative, that is for non-negative gains, and with ``ignore_ties``.
+    With ties, the expectation over the tie orders is exact whenever
+    :math:`S` cannot be negative, that is for non-negative gains, and with
+    ``ignore_ties`` (decision 0017). :doc:`/ties` derives it.
 
     Args:
-      {{scores, graded_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` graded relevance, non-negative.
       k: Score only the first ``k`` positions (trec_eval's ``-M``); the ideal
         is not cut. None scores the whole list.
       gain: ``"linear"`` (the label, trec_eval's default), ``"exp2"``, a
         :class:`GainTable` (trec_eval's ``ndcg_rel.1=3,2=9``) or a callable.
-      {{ignore_ties, ideal_pool, judged_gain, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      ideal_labels: ``(..., m)`` labels of every judged item of each list,
+        retrieved or not, for the ideal ranking; None uses the list's own
+        judged items. Not with ``segments``.
+      ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
+        padding.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item gains 0 whatever its
+        label, which matters when level 0 has a gain.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` values in [0, 1] for non-negative gains when the ideal holds
@@ -303,7 +307,8 @@ def ndcg_at_relevant(
       its ideal or without real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k_gain}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
+        unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``ideal_labels`` does not share the batch shape or comes with
@@ -355,7 +360,6 @@ def ndcg_at_relevant(
 
 
 @_kernel.computes(NDCG_AT_GAIN_LEVELS)
-@_docs.shared
 def ndcg_at_gain_levels(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -390,16 +394,33 @@ def ndcg_at_gain_levels(
     means: each item gets the mean of :math:`d\,\omega` over its block.
 
     Args:
-      {{scores, graded_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` graded relevance, non-negative.
       k: Score only the first ``k`` positions (trec_eval's ``-M``); the ideal
         is not cut. None scores the whole list.
       gain: ``"linear"`` (the label, trec_eval's default), ``"exp2"``, a
         :class:`GainTable` (trec_eval's ``Rndcg.1=3,2=9``) or a callable.
-      {{ignore_ties}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
       num_relevant: ``(...)`` trec_eval's ``num_rel``, the relevant judged
         items of each list; a list with none scores 0. None counts the
         non-zero ``ideal_labels`` (or the list's relevant items).
-      {{ideal_pool, judged_gain, where, packed}}
+      ideal_labels: ``(..., m)`` labels of every judged item of each list,
+        retrieved or not, for the ideal ranking; None uses the list's own
+        judged items. Not with ``segments``.
+      ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
+        padding.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item gains 0 whatever its
+        label, which matters when level 0 has a gain.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` values, in [0, 1] for non-negative gains when the ideal holds
@@ -408,7 +429,8 @@ def ndcg_at_gain_levels(
       relevant items all gain 0 or less); NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k_gain}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
+        unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` has the wrong shape; ``ideal_labels`` does not share

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _ranking, _validation
+from lodestar import _gains, _ranking, _validation
 from lodestar.metrics import _dcg, _kernel, _preceding
 
 ATOMS = 16
@@ -312,7 +312,6 @@ NORMALIZED_GAIN = _kernel.Formula(
 
 
 @_kernel.computes(BINARY_NORMALIZED_GAIN)
-@_docs.shared
 def binary_normalized_gain(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -342,19 +341,31 @@ def binary_normalized_gain(
     It is :func:`normalized_gain` with 0/1 gains: a relevant item loses only
     for the non-relevant items ranked before it, not for its rank.
 
-    With ties, let the item's block start at :math:`a`, hold :math:`m` items
-    of which :math:`q` are non-relevant, with :math:`n_A` non-relevant items
-    above it. The number :math:`v` of non-relevant block-mates before the item
-    is uniform on :math:`\{0, \dots, q\}`, so a block wholly within ``k``
-    adds :math:`\frac{1}{q+1}\sum_{v=0}^{q} 1/\log_2(2 + n_A + v)` per
-    relevant item; in the block straddling ``k`` the item's offset :math:`u`
-    (uniform) must lie before ``k`` and :math:`v` given :math:`u` is
-    hypergeometric, as in :func:`bpref`. One recurrence over :math:`u`
-    computes both exactly, O(m^2) per block (decision 0016).
+    With ties, the expectation over the tie orders is exact, O(m²) per block
+    of :math:`m` tied items (decision 0016). :doc:`/ties` derives it.
 
     Args:
-      {{scores, judged_binary_labels, read_k_over_relevant}}
-      {{ignore_ties, num_relevant, judged, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value of a judged item is relevant.
+      k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
+        denominator stays :math:`R`. None, or a ``k`` past ``n``, reads the
+        whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` binG of each list, in [0, 1]; 1 when every relevant item is
@@ -362,7 +373,7 @@ def binary_normalized_gain(
       item; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``num_relevant`` does not hold one count per list; on concrete
@@ -406,7 +417,6 @@ def binary_normalized_gain(
 
 
 @_kernel.computes(NORMALIZED_GAIN)
-@_docs.shared
 def normalized_gain(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -442,41 +452,16 @@ def normalized_gain(
     positions. The gain is the label by default, as in trec_eval, where
     ``G.1=3.5,2=9`` sets the gain of relevance levels 1 and 2.
 
-    With ties, the item placed last of the first :math:`t` positions of a
-    block is uniform among them, so a block starting at :math:`a` adds
-    :math:`\sum_{t \le \min(m, k - a)} \mathbb{E}[\frac{Y_t}{t}\,/\,
-    \log_2(2 + C_{a+t-1} - S_A - Y_t)]`, where :math:`S_A` is the gain above
-    the block and :math:`Y_t` the gain of a uniformly random :math:`t`-subset
-    of it: the non-zero gains among them number :math:`w` (hypergeometric),
-    and their sum :math:`Z_w` is that of a random :math:`w`-subset of the
-    block's :math:`r` non-zero gains. Its law is built item by item,
-    :math:`Z_j(w) = \frac{j-w}{j} Z_{j-1}(w) + \frac{w}{j}(Z_{j-1}(w-1) +
-    g_j)`, keeping at most 16 distinct sums per :math:`(w)`: **exact** (to
-    round-off) whenever no block has more distinct :math:`w`-subset sums of
-    its non-zero gains, which covers every block without ties, every block
-    whose non-zero gains are equal (binary gains), and integer gains spanning
-    a range :math:`\Delta` when :math:`\Delta \min(w, r - w) < 16`. No exact
-    method polynomial in the block size exists for arbitrary real gains: the
-    law of a random subset sum can have :math:`\binom{r}{w}` atoms.
-
-    Beyond 16, neighbouring sums are pooled into their probability-weighted
-    mean. Pooling keeps every mean and makes each law a mean-preserving
-    contraction of the true one, so with :math:`\psi_t(y) = \frac{y}{t} /
-    \log_2(2 + C_{a+t-1} - S_A - y)` the numerator is off by at most
-
-    .. math::
-
-        \tfrac12 \sum_{t} \sum_w P(w \mid t)\,
-            \sup |\psi_t''|\; \mathrm{Var}(Z_w),
-        \qquad \mathrm{Var}(Z_w) = \frac{w (r - w)}{r - 1}\,\sigma^2,
-
-    per block, :math:`\sigma^2` the variance of its non-zero gains and the
-    supremum over the range of :math:`Z_w` (decision 0016; tested against an
-    exact reference). Under it the variance actually pooled away replaces
-    :math:`\mathrm{Var}(Z_w)`, which is far smaller.
+    With ties, the expectation over the tie orders is **exact** (to
+    round-off) whenever no tie block has more than 16 distinct sums of its
+    non-zero gains over subsets of one size: every block without ties, every
+    block whose non-zero gains are equal (binary gains), and integer gains
+    spanning a range :math:`\Delta` when :math:`\Delta \min(w, r - w) < 16`
+    for :math:`r` non-zero gains. Beyond that, close sums are pooled, within
+    a stated bound (decision 0016). :doc:`/ties` derives both.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance levels, non-negative.
       k: Only the first ``k`` positions are read (trec_eval's ``-M``); the
         ideal's total stays. None, or a ``k`` past ``n``, reads the whole
@@ -485,14 +470,24 @@ def normalized_gain(
         (:math:`2^\ell - 1`), or a callable applied to the labels, such as a
         lookup of trec_eval's ``level=gain`` table. Gains may be 0 or
         negative, as in trec_eval.
-      {{ignore_ties, judged}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
       ideal_labels: ``(..., m)`` labels of every judged item of each list,
         retrieved or not, for the ideal; None uses the judged real items of
         the list. It must hold every judged item's label for the value to
         stay finite. Not with ``segments``.
       ideal_where: ``(..., m)`` boolean mask of ``ideal_labels``; False marks
         padding.
-      {{where, packed}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` G of each list, in [0, 1] for non-negative gains; 1 for the
@@ -502,7 +497,8 @@ def normalized_gain(
       where their rounding outgrows the costs G discounts by.
 
     Raises:
-      {{invalid_k_gain}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1; ``gain`` is
+        unknown.
       ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
         ``where`` or ``judged`` is not a boolean array of the same shape;
         ``ideal_labels`` does not share the batch shape or comes with

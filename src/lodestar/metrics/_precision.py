@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _rank_sums
+from lodestar import _rank_sums
 from lodestar.metrics import _kernel
 
 
@@ -74,7 +74,6 @@ RECALL_SUM = _rank_sums.RankSum("recall", _relevant, _relevant_total)
 
 
 @_kernel.computes(PRECISION)
-@_docs.shared
 def precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -103,17 +102,31 @@ def precision(
     :math:`[a_i, a_i + t_i)`.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       k: The number of positions; also the denominator. None scores the whole
         list over its number of real items.
-      {{ignore_ties, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` precision of each list, in [0, 1]. 0 for a list with no real
       items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
 
     Example:
       The relevant item ties with another for positions 2 and 3, so half of it
@@ -157,7 +170,6 @@ def precision(
 
 
 @_kernel.computes(RECALL)
-@_docs.shared
 def recall(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -183,17 +195,34 @@ def recall(
             \frac{|[a_i, a_i + t_i) \cap [0, k)|}{t_i}.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       k: The number of positions. None, or a ``k`` past ``n``, looks at the
         whole list (recall 1 whenever an item is relevant).
-      {{ignore_ties, num_relevant, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` recall of each list, in [0, 1]. A list with no relevant item
       scores 0; it is never dropped. NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
 
     Example:
       Of two relevant items, one is first and one ties for positions 2 and 3:

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.metrics import _kernel, _precision
 
 
@@ -75,7 +75,6 @@ RELATIVE_PRECISION = _kernel.Formula(
 
 
 @_kernel.computes(R_PRECISION)
-@_docs.shared
 def r_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -109,13 +108,27 @@ def r_precision(
     the relevant items: exact, O(n).
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       multiple: The multiple of :math:`R` to cut at, in (0, inf) (trec_eval's
         ``Rprec_mult`` parameters: 0.2, 0.4, ..., 2.0 by default).
       k: Only the first ``k`` positions are retrieved (trec_eval's ``-M``);
         the denominator stays :math:`c`. None, or a ``k`` past ``n``, looks at
         the whole list.
-      {{ignore_ties, num_relevant, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` R-precision of each list, in [0, 1]. 0 for a list with no
@@ -124,7 +137,11 @@ def r_precision(
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1;
         ``multiple`` is not a real number in (0, inf).
-      {{value_error_num_relevant}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Two relevant items, one first and one tied for positions 2 and 3:
@@ -176,7 +193,6 @@ def r_precision(
 
 
 @_kernel.computes(RELATIVE_PRECISION)
-@_docs.shared
 def relative_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -206,16 +222,35 @@ def relative_precision(
     |[a_i, a_i + t_i) \cap [0, k)| / t_i`, and the value is exact.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       k: The number of positions. None uses the number of real items.
-      {{ignore_ties, num_relevant, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` relative precision of each list, in [0, 1]. 0 for a list with
       no relevant item or no real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error_num_relevant}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Two relevant items: at ``k=4`` both are found, so the value is 1 where

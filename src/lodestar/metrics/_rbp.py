@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.metrics import _counts, _first_relevant, _kernel
 
 
@@ -75,7 +75,6 @@ def _check_p(p, caller):
 
 
 @_kernel.computes(RANK_BIASED_PRECISION)
-@_docs.shared
 def rank_biased_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -107,7 +106,7 @@ def rank_biased_precision(
     :math:`(p^{a_i} - p^{\min(a_i + t_i, k)}) / t_i`, and the value is exact.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` graded relevance, non-negative, at most ``max_label``.
       p: The persistence, in (0, 1). trec_eval's default, 0.9, reads about 10
         items; 0.95 and 0.98 come closer to average precision.
@@ -118,7 +117,16 @@ def rank_biased_precision(
         documents, retrieved or not.
       k: Only the first ``k`` positions are read (trec_eval's ``-M``). None,
         or a ``k`` past ``n``, reads the whole list.
-      {{ignore_ties, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` RBP of each list, in [0, 1). 0 for a list with no positive
@@ -195,7 +203,6 @@ def rank_biased_precision(
 
 
 @_kernel.computes(RANK_BIASED_PRECISION_RESIDUAL)
-@_docs.shared
 def rank_biased_precision_residual(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -232,11 +239,24 @@ def rank_biased_precision_residual(
     The mean is exact.
 
     Args:
-      {{scores, shape_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; only their
+        shape is used.
       p: The persistence, in (0, 1); trec_eval's default is 0.9.
       k: Only the first ``k`` positions are read (trec_eval's ``-M``). None,
         or a ``k`` past ``n``, reads the whole list.
-      {{ignore_ties, judged, where, packed}}
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      judged: ``(..., n)`` boolean mask of the items that were judged, or
+        None if every real item was. An unjudged item is not relevant.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` the residual of each list, in [0, 1]. 0 without ``judged``
@@ -246,7 +266,9 @@ def rank_biased_precision_residual(
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1; ``p`` is
         not a real number in (0, 1).
-      {{value_error_judged}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` or ``judged`` is not a boolean array of the same shape; on
+        concrete inputs, a real item holds NaN or infinity, or a negative label.
 
     Example:
       The second of three items is unjudged, with ``p=0.5``:

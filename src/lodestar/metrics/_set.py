@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _ranking, _validation
+from lodestar import _ranking, _validation
 from lodestar.metrics import _counts, _kernel, _precision
 
 
@@ -112,7 +112,6 @@ UTILITY = _kernel.Formula("utility", _utility, labels="binary", nonnegative_labe
 
 
 @_kernel.computes(SET_PRECISION)
-@_docs.shared
 def set_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -141,14 +140,31 @@ def set_precision(
     :math:`K`.
 
     Args:
-      {{scores, binary_labels, retrieved_k, ignore_ties, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None retrieves the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` set precision of each list, in [0, 1]. 0 for a list with no
       real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; on concrete inputs,
+        a real item holds NaN or infinity, or a negative label.
 
     Example:
       Three items retrieved; at ``k=10`` precision divides by 10, set
@@ -187,7 +203,6 @@ def set_precision(
 
 
 @_kernel.computes(SET_RECALL)
-@_docs.shared
 def set_recall(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -208,14 +223,36 @@ def set_recall(
     mean :math:`\mathbb{E}[X] / R`. It equals :func:`recall` at the same ``k``.
 
     Args:
-      {{scores, binary_labels, retrieved_k, ignore_ties, num_relevant, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None retrieves the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` set recall of each list, in [0, 1]. 0 for a list with no
       relevant item; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error_num_relevant}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Two of the query's four relevant documents were retrieved:
@@ -250,7 +287,6 @@ def set_recall(
 
 
 @_kernel.computes(SET_RELATIVE_PRECISION)
-@_docs.shared
 def set_relative_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -271,14 +307,36 @@ def set_relative_precision(
     value is :math:`X / \min(K, R)`, and with ties its exact mean.
 
     Args:
-      {{scores, binary_labels, retrieved_k, ignore_ties, num_relevant, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None retrieves the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` relative set precision of each list, in [0, 1]. 0 for a list
       with no relevant item or no real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error_num_relevant}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Two of three retrieved items are relevant, of two relevant in all:
@@ -314,7 +372,6 @@ def set_relative_precision(
 
 
 @_kernel.computes(SET_AVERAGE_PRECISION)
-@_docs.shared
 def set_average_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -346,14 +403,36 @@ def set_average_precision(
     :math:`c (m - c)\, r (m - r) / (m^2 (m - 1))`. Exact.
 
     Args:
-      {{scores, binary_labels, retrieved_k, ignore_ties, num_relevant, where, packed}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None retrieves the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` set MAP of each list, in [0, 1]. 0 for a list with no relevant
       item or no real items; NaN for a list with a NaN score.
 
     Raises:
-      {{invalid_k, value_error_num_relevant}}
+      InvalidParameterError: ``k`` is not None and not an int >= 1.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Four tied items, two relevant, and the first two retrieved: 0, 1 or 2
@@ -390,7 +469,6 @@ def set_average_precision(
 
 
 @_kernel.computes(SET_F)
-@_docs.shared
 def set_f(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -420,12 +498,28 @@ def set_f(
     the value is its exact mean. A list with :math:`X = 0` scores 0.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       beta: trec_eval's ``set_F`` parameter, the weight of recall against
         precision, in [0, inf): 1 is the balanced F1, 0 is set precision.
         It enters linearly, so it is the *square* of van Rijsbergen's (and
         scikit-learn's) :math:`\beta`.
-      {{retrieved_k, ignore_ties, num_relevant, where, packed}}
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None retrieves the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` F of each list, in [0, 1]. 0 for a list with no relevant item
@@ -434,7 +528,11 @@ def set_f(
     Raises:
       InvalidParameterError: ``k`` is not None and not an int >= 1; ``beta``
         is not a real number in [0, inf).
-      {{value_error_num_relevant}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Two of three retrieved items are relevant, of four relevant in all
@@ -480,7 +578,6 @@ def set_f(
 
 
 @_kernel.computes(UTILITY)
-@_docs.shared
 def utility(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -515,14 +612,30 @@ def utility(
     is the number of relevant minus non-relevant items retrieved.
 
     Args:
-      {{scores, binary_labels}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
       coefficients: :math:`(c_1, c_2, c_3, c_4)`, four finite floats, in
         trec_eval's order (``utility.1,-1,0,0``).
       num_documents: :math:`N`, the number of documents in the collection
         (trec_eval's ``-N``), an int >= 0. Needed when :math:`c_4 \ne 0`;
         trec_eval takes 0 when ``-N`` is absent, which makes the last cell
         negative, and ``num_documents=0`` reproduces that.
-      {{retrieved_k, ignore_ties, num_relevant, where, packed}}
+      k: The retrieved set is the first ``k`` positions (trec_eval's ``-M``).
+        None retrieves the whole list.
+      ignore_ties: Rank tied scores by descending index instead of averaging
+        over their orders.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` utility of each list, any real number. 0 for a list with no

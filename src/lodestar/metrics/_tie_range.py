@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Num
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.metrics import _kernel
 
 _PER_ITEM_OPTIONS = ("judged", "pooled")
@@ -20,7 +20,7 @@ def _formula(metric: Callable) -> _kernel.Formula:
     """The formula ``metric`` evaluates: what orders its ties is the formula's.
 
     ``metric`` is a function of :mod:`lodestar.metrics`, a ``functools.partial``
-    of one, or a function that wraps one with :func:`functools.wraps`.
+    of one, or a function that wraps one with ``functools.wraps``.
     """
     function = metric
     while True:
@@ -67,7 +67,6 @@ def tie_order(key: jax.Array, *, descending: bool) -> jax.Array:
     return lax.sort((key, index), dimension=axis, num_keys=1, is_stable=True)[1]
 
 
-@_docs.shared
 def tie_range(
     metric: Callable[..., jax.Array],
     scores: Num[Array, "*batch n"],
@@ -114,10 +113,10 @@ def tie_range(
 
     Args:
       metric: A function of :mod:`lodestar.metrics`, a ``functools.partial``
-        of one, or a function that wraps one with :func:`functools.wraps`.
-      {{scores}}
+        of one, or a function that wraps one with ``functools.wraps``.
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` labels, as ``metric`` takes them.
-      {{where}}
+      where: ``(..., n)`` boolean mask; False marks padding.
       **options: ``metric``'s other options (``k``, ``judged``, ...);
         per-item arrays among them are reordered with the items.
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _gains, _host, _lists, _soft_ranks, _validation
+from lodestar import _gains, _host, _lists, _soft_ranks, _validation
 from lodestar.smooth import _common
 
 
@@ -62,7 +62,6 @@ def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     )
 
 
-@_docs.shared
 def dcg(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -93,15 +92,22 @@ def dcg(
     :math:`T \to 0`.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` graded relevance of each item.
-      {{temperature}}
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``; see :func:`ranks`.
       k: Soft cut-off at the top ``k`` positions; None scores the whole list.
       log_base: Base :math:`b` of the discount, in (0, inf).
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
-      {{where, packed}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth DCG of each list; 0 for a list with no real item; under
@@ -164,7 +170,6 @@ def dcg(
     return lists.per_list(value)
 
 
-@_docs.shared
 def ndcg(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -192,12 +197,21 @@ def ndcg(
     :func:`lodestar.metrics.ndcg` as :math:`T \to 0`.
 
     Args:
-      {{scores, graded_labels, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` graded relevance, non-negative.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank; see :func:`ranks`.
       k: Soft cut-off at the top ``k`` positions (see :func:`dcg`); the ideal
         is cut exactly at ``k``. None scores the whole list.
       gain: ``"linear"``, ``"exp2"`` (:math:`2^\ell - 1`) or a callable.
-      {{where, packed}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth NDCG of each list; 0 with no relevant or no real item.

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _lists, _rank_sums, _registry, _validation
+from lodestar import _lists, _rank_sums, _registry, _validation
 from lodestar.smooth import _common
 
 
@@ -136,7 +136,6 @@ def _smooth_rank_sum(
     return lists.per_list(value)
 
 
-@_docs.shared
 def precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -166,12 +165,22 @@ def precision(
     to :func:`lodestar.metrics.precision` as :math:`T \to 0`.
 
     Args:
-      {{scores, binary_labels, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``; see :func:`ranks`. Precision does not read it.
       k: The number of positions, with a soft cut-off; also the denominator.
         None scores the whole list over its number of real items.
-      {{where, packed}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth precision of each list, in [0, 1]; 0 for a list with no
@@ -228,7 +237,6 @@ def precision(
     )
 
 
-@_docs.shared
 def recall(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -257,12 +265,25 @@ def recall(
     :func:`lodestar.metrics.recall` as :math:`T \to 0`.
 
     Args:
-      {{scores, binary_labels, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``; see :func:`ranks`. Recall does not read it.
       k: The number of positions, with a soft cut-off. None, or a ``k`` past
         ``n``, looks at the whole list.
-      {{num_relevant, where, packed}}
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth recall of each list, in [0, 1]; 0 for a list with no
@@ -273,7 +294,11 @@ def recall(
       InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
         smallest normal number of the compute dtype; ``method`` is unknown;
         ``k`` is not None and not an int >= 1.
-      {{value_error_num_relevant}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       >>> import jax.numpy as jnp
@@ -312,7 +337,6 @@ def recall(
     )
 
 
-@_docs.shared
 def average_precision(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -351,14 +375,27 @@ def average_precision(
     :math:`T \to 0`.
 
     Args:
-      {{scores, binary_labels, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``; see :func:`ranks`. It gives both :math:`r_i` and
         :math:`\rho_i`.
       k: Only relevant items within the first ``k`` positions contribute
         (a soft cut-off); the denominator stays :math:`R`. None, or a ``k``
         past ``n``, looks at the whole list.
-      {{num_relevant, where, packed}}
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth average precision of each list, in [0, 1]; 0 for a list
@@ -369,7 +406,11 @@ def average_precision(
       InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
         smallest normal number of the compute dtype; ``method`` is unknown;
         ``k`` is not None and not an int >= 1.
-      {{value_error_num_relevant}}
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
 
     Example:
       Relevant items at ranks 1 and 3 give (1/1 + 2/3) / 2:
@@ -419,7 +460,6 @@ def average_precision(
     )
 
 
-@_docs.shared
 def err(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -454,18 +494,25 @@ def err(
     :func:`lodestar.metrics.err`.
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` grades :math:`g`, in ``[0, max_label]``.
       max_label: :math:`g_{\max}`, the top grade of the judgement scale, in
         (0, inf); required, as in :func:`lodestar.metrics.err`.
-      {{temperature}}
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank :math:`r_i`: ``"sigmoid"``, ``"neuralsort"``,
         ``"softsort"`` or ``"permutahedron"``; see :func:`ranks`. The sum over
         the items above is the pairwise sigmoid whatever the method, as the
         soft cut-off is.
       k: Score only the first ``k`` positions, with a soft cut-off. None, or a
         ``k`` past ``n``, scores the whole list.
-      {{where, packed}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth ERR of each list, in [0, 1); 0 for a list with no item

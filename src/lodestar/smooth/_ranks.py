@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _lists, _soft_ranks
+from lodestar import _lists, _soft_ranks
 from lodestar.smooth import _common
 
 
@@ -27,7 +27,6 @@ def _ranks_kernel(scores, where, temperature, *, method):
     )
 
 
-@_docs.shared
 def ranks(
     scores: Num[Array, "*batch n"],
     *,
@@ -73,14 +72,18 @@ def ranks(
     permutahedron average them).
 
     Args:
-      {{scores, temperature}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
         ``"permutahedron"``.
       where: ``(..., n)`` boolean mask; False marks padding, which gets rank 0.
       segments: ``(..., n)`` integer ids of the lists packed into each row;
         each item is then ranked within its own list. See *Packed lists* in
         the module docstring.
-      {{segment_limits}}
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(..., n)`` soft ranks, floating (half precision widened to float32).

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _docs, _lists, _soft_ranks
+from lodestar import _lists, _soft_ranks
 from lodestar.smooth import _common
 
 
@@ -29,7 +29,6 @@ def _reciprocal_rank_kernel(scores, labels, where, temperature, *, method):
     return _lists.nan_rule(value, scores, labels, where, s, options=(temperature,))
 
 
-@_docs.shared
 def reciprocal_rank(
     scores: Num[Array, "*batch n"],
     labels: Num[Array, "*batch n"],
@@ -65,11 +64,18 @@ def reciprocal_rank(
     it does not sum to 1 when several relevant items are close.)
 
     Args:
-      {{scores}}
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
       labels: ``(..., n)`` relevance; any non-zero value is relevant.
-      {{temperature}}
+      temperature: :math:`T` in (0, inf), in the units of the scores.
       method: The soft rank; see :func:`ranks`.
-      {{where, packed}}
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
 
     Returns:
       ``(...)`` smooth reciprocal rank of each list, in [0, 1]; 0 for a list

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lodestar import _docs, _validation
+from lodestar import _validation
 from lodestar.stats import _checks
 
 
@@ -24,12 +24,12 @@ def _check_p_values(p_values, *, caller: str):
     return p
 
 
-@_docs.shared
 def bonferroni(p_values):
     """Bonferroni's family-wise correction: ``min(1, m p)`` for ``m`` p-values.
 
     Args:
-      {{p_values}}
+      p_values: ``(..., m)`` p-values in [0, 1]; each row along the last axis
+        is one family of ``m`` hypotheses.
 
     Returns:
       The adjusted p-values, same shape and float dtype. Rejecting where the
@@ -37,7 +37,8 @@ def bonferroni(p_values):
       rate at ``alpha``.
 
     Raises:
-      {{p_values_error}}
+      ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN
+        or a value outside [0, 1].
 
     Example:
       >>> from lodestar import stats
@@ -57,7 +58,6 @@ def _bonferroni(p):
     return jnp.minimum(p * p.shape[-1], 1.0)
 
 
-@_docs.shared
 def holm(p_values):
     """Holm's step-down family-wise correction of ``m`` p-values.
 
@@ -70,13 +70,15 @@ def holm(p_values):
     ``p.adjust(p, "holm")``.
 
     Args:
-      {{p_values}}
+      p_values: ``(..., m)`` p-values in [0, 1]; each row along the last axis
+        is one family of ``m`` hypotheses.
 
     Returns:
       The adjusted p-values, same shape and float dtype, in the input's order.
 
     Raises:
-      {{p_values_error}}
+      ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN
+        or a value outside [0, 1].
 
     Example:
       >>> from lodestar import stats

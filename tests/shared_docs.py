@@ -1,28 +1,21 @@
-"""Docstring text that many public functions share, written once.
+"""The text many public docstrings share, written once: what tests/test_docstrings.py holds them to.
 
-A public docstring names a shared text with a marker line such as
-``{{where}}``, and :func:`shared` replaces the marker with the text at the
-marker's indentation. A marker may name several texts, as
-``{{ignore_ties, where, packed}}``: they follow one another in that order.
-There are two kinds of shared text:
+Each public function writes its docstring out in full, so that the source, an
+editor's hover and ``help()`` read the same (decision 0036). Where functions
+share a parameter or a refusal, their text is one of the entries here, and
+the test finds every copy and compares it, word for word and line for line,
+with its entry:
 
 * :data:`ARGS` holds entries of an ``Args:`` section. A line that starts a
-  new argument (``name: text``) sits at the marker's indentation; its
+  new argument (``name: text``) sits at the section's indentation; its
   continuation lines are indented two more spaces, as Google style wants.
 * :data:`BLOCKS` holds lines for any section (a ``Returns:`` paragraph, the
-  entries of a ``Raises:`` section). They are written with their own
-  relative indentation, which is kept: each line is put at the marker's
-  indentation plus its own.
-
-What stays in each docstring is what is particular to the function: its
-definition, refusals, example, remarks and references.
+  entries of a ``Raises:`` section), with their own relative indentation.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TypeVar
 
 # The room packed lists need, shared by every function that takes ``segments``.
 _SEGMENT_LIMITS = (
@@ -187,34 +180,13 @@ BLOCKS = {
 
 assert not ARGS.keys() & BLOCKS.keys(), "a marker must name one shared text"
 
-_MARKER = re.compile(r"^(?P<indent>[ \t]*)\{\{(?P<names>\w+(?:, \w+)*)\}\}[ \t]*$", re.MULTILINE)
 
-F = TypeVar("F", bound=Callable)
-
-
-def _render(match: re.Match) -> str:
-    return "\n".join(_text(name, match["indent"]) for name in match["names"].split(", "))
-
-
-def _text(name: str, indent: str) -> str:
+def render(name: str, indent: str = "  ") -> str:
+    """The shared text ``name`` as a docstring holds it, at ``indent``."""
     if name in BLOCKS:
         return "\n".join(indent + line if line else line for line in BLOCKS[name].split("\n"))
     lines = []
     for line in ARGS[name].split("\n"):
-        # A line that starts a new argument ("name: text") sits at the marker's
-        # indentation; its continuation lines are indented two more spaces.
         starts_argument = re.match(r"^\w+: ", line) is not None
         lines.append(indent + ("" if starts_argument else "  ") + line)
     return "\n".join(lines)
-
-
-def expand(docstring: str) -> str:
-    """``docstring`` with every ``{{name}}`` marker line replaced by its shared text."""
-    return _MARKER.sub(_render, docstring)
-
-
-def shared(function: F) -> F:
-    """Decorator: expand the shared-text markers of ``function``'s docstring."""
-    if function.__doc__:
-        function.__doc__ = expand(function.__doc__)
-    return function
