@@ -40,6 +40,7 @@ SOURCES = {
     "cli": "cpu_cli_20261202.json",
     "ltr": "cpu_ltr_20261203.json",
     "long_ties": "cpu_long_ties_20261205.json",
+    "python_api": "cpu_python_api_20261205.json",
 }
 DIGEST_KEY = "lodestar-data-digest"
 
@@ -428,6 +429,22 @@ def long_ties_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def python_api_table(report: dict) -> str:
+    """``bench_python_api.py``: a fresh Python process against the command, both warm."""
+    lines = [
+        "| job | the command | Python, `use_compilation_cache()` | Python, default |",
+        "|---|---:|---:|---:|",
+    ]
+    for job, times in report["seconds"].items():
+        command = times["command"]
+        cells = [f"{command:.2f} s"] + [
+            f"{times[name]:.2f} s ({times[name] / command:.2f}×)"
+            for name in ("python, cache", "python, default")
+        ]
+        lines.append(f"| `{job}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def _mean_std(mean: float, std: float | None) -> str:
     return f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
 
@@ -457,6 +474,7 @@ def tables() -> dict[str, str]:
     return {
         "cli": cli_table(load("cli")),
         "long_ties": long_ties_table(load("long_ties")),
+        "python_api": python_api_table(load("python_api")),
         "exact": exact_table(exact_series(exact)),
         "memory": memory_table(memory_series(exact)),
         "exact_large": large_table(exact_series(load("exact_large"))),

@@ -549,3 +549,20 @@ def test_the_compilation_cache_is_the_command_lines_by_default(tmp_path, monkeyp
     monkeypatch.delenv("LODESTAR_COMPILATION_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert evaluation.default_cache_directory() == str(tmp_path / "xdg" / "lodestar" / "jax")
+
+
+def test_evaluating_and_comparing_files_never_imports_pandas():
+    # pyarrow imports pandas the first time an array becomes NumPy through
+    # to_numpy, or a Python number becomes an Arrow scalar: 0.2 s of every
+    # fresh script that scores files, for nothing (the reader reads buffers).
+    code = """
+import sys
+from importlib import resources
+import lodestar
+data = resources.files("lodestar") / "data"
+lodestar.evaluate(str(data / "example.qrels"), str(data / "example.run"), "all_trec")
+runs = {name: str(data / name) for name in ("bm25.run", "dense.run", "hybrid.run")}
+lodestar.compare(str(data / "compare.qrels"), runs)
+assert "pandas" not in sys.modules, "pandas was imported"
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow.compute as pc
 
+from lodestar._trec import read as _read
 from lodestar._trec.read import TrecFile, refuse, show
 
 
@@ -181,7 +182,7 @@ def join(
     # makes its functions at import, where pyright cannot see them.)
     index_in = pc.index_in  # pyright: ignore[reportAttributeAccessIssue]
     in_run = index_in(qrels.docnos, value_set=run.docnos)
-    in_run = in_run.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    in_run = _read.numpy_of(in_run, null=-1).astype(np.int64)
     width = max(len(run.docnos), 1)
     qrels_docno = in_run[qrels.docno] if len(qrels) else np.zeros(0, np.int64)
     usable = (qrels_docno >= 0) & (qrels_query >= 0)
@@ -210,7 +211,7 @@ def join(
         ranks = np.empty(len(run.docnos), np.int32)
         # pyarrow.compute makes its functions at import, where pyright cannot see them.
         by_docno = pc.sort_indices(run.docnos)  # pyright: ignore[reportAttributeAccessIssue]
-        ranks[by_docno.to_numpy()] = np.arange(len(run.docnos))
+        ranks[_read.numpy_of(by_docno)] = np.arange(len(run.docnos))
         ranks = ranks[run.docno]
     offsets, order = _group(run_query, len(evaluated), ranks if docno_order else None)
     items = {

@@ -256,10 +256,11 @@ def _read_regular(
             return None
         if column in (names[0], names[1], names[2]):
             # pyarrow.compute makes its functions at import, where pyright cannot see them.
+            # (A Python 0 compared with pc.equal would import pandas: its min is read.)
             lengths = pc.binary_length(chunks)  # pyright: ignore[reportAttributeAccessIssue]
-            if pc.any(pc.equal(lengths, 0)).as_py():  # pyright: ignore[reportAttributeAccessIssue]
+            if len(lengths) and pc.min(lengths).as_py() == 0:  # pyright: ignore[reportAttributeAccessIssue]
                 return None  # an empty field: two delimiters in a row
-    values = table.column(names[value_field]).to_numpy()
+    values = numpy_of(table.column(names[value_field]))
     if not qrels and not np.isfinite(values).all():
         return None  # the line-by-line reader words the refusal
     if groups:
@@ -288,6 +289,55 @@ def _read_regular(
     )
 
 
+_NUMPY_TYPES = {
+    pa.int8(): np.int8,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint64(): np.uint64,
+    pa.float64(): np.float64,
+}
+
+
+def numpy_of(array: pa.Array | pa.ChunkedArray, *, null: int | None = None) -> np.ndarray:
+    """A fixed-width Arrow column as a NumPy array, read from its buffers.
+
+    ``to_numpy`` and ``fill_null`` give the same values, but their first call
+    imports pandas (0.2 s) wherever pandas is installed, which a Python script
+    calling :func:`lodestar.evaluate` or :func:`lodestar.compare` would pay on
+    every run for nothing.
+
+    Args:
+      array: The column.
+      null: The value of a null item; None if the column holds no null.
+    """
+    if isinstance(array, pa.ChunkedArray):
+        if array.num_chunks == 0:
+            return np.zeros(0, _NUMPY_TYPES[array.type])
+        array = array.chunk(0) if array.num_chunks == 1 else pa.concat_arrays(array.chunks)
+    dtype = np.dtype(_NUMPY_TYPES[array.type])
+    validity, values = array.buffers()[:2]
+    assert values is not None
+    out = np.frombuffer(values, dtype, count=len(array), offset=array.offset * dtype.itemsize)
+    if array.null_count:
+        assert null is not None and validity is not None, "a null with no value to give it"
+        bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")
+        valid = bits[array.offset : array.offset + len(array)].astype(bool)
+        out = np.where(valid, out, np.asarray(null, dtype))
+    return out
+
+
+def binary_array(values: list[bytes]) -> pa.Array:
+    """Arrow's binary array of ``values``, built from its buffers (``pa.array`` imports pandas)."""
+    lengths = np.fromiter(map(len, values), np.int64, count=len(values))
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] < 2**31:
+        buffers = [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(values))]
+        return pa.Array.from_buffers(pa.binary(), len(values), buffers)
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
+    return pa.Array.from_buffers(pa.large_binary(), len(values), buffers).cast(pa.binary())
+
+
 def _last_line(data: bytes | bytearray) -> bytes | bytearray:
     """The last non-empty line of ``data``, without its line end, read without copying ``data``."""
     end = len(data)
@@ -306,8 +356,8 @@ def _encode(table: pa.Table, column: str) -> tuple[np.ndarray, pa.Array]:
     # pyarrow.compute makes its functions at import, where pyright cannot see them.
     encoded = pc.dictionary_encode(table.column(column))  # pyright: ignore[reportAttributeAccessIssue]
     if not encoded.num_chunks:
-        return np.zeros(0, np.int32), pa.array([], pa.binary())
-    codes = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks]
+        return np.zeros(0, np.int32), binary_array([])
+    codes = [numpy_of(chunk.indices) for chunk in encoded.chunks]
     dictionary = encoded.chunk(encoded.num_chunks - 1).dictionary
     return np.concatenate(codes).astype(np.int32, copy=False), dictionary
 
@@ -365,7 +415,7 @@ def _encoded(name, qids, docnos, values, runid, lines, data) -> TrecFile:
         np.fromiter(map(query_code.__getitem__, qids), np.int32, len(qids)),
         query_ids,
         np.fromiter(map(docno_code.__getitem__, docnos), np.int32, len(docnos)),
-        pa.array(vocabulary, pa.binary()),
+        binary_array(vocabulary),
         values,
         runid,
         lines,
