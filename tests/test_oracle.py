@@ -303,3 +303,45 @@ def test_host_thread_pool_is_made_afresh_in_a_forked_child(monkeypatch):
     # A forked child inherits the parent's pool object but none of its threads.
     monkeypatch.setattr(_host.os, "getpid", lambda: -1)
     assert _host.thread_pool() is not pool
+
+
+def _counted_blocks(scores, valid, ignore_ties):
+    """(above, tied) by counting, one item at a time: the engine's contract, plainly."""
+    rows, n = scores.shape
+    above = np.full((rows, n), n, np.int32)
+    tied = np.ones((rows, n), np.int32)
+    for r in range(rows):
+        real = [i for i in range(n) if valid[r, i]]
+        for i in real:
+            higher = [j for j in real if scores[r, j] > scores[r, i]]
+            equal = [j for j in real if scores[r, j] == scores[r, i]]
+            if ignore_ties:
+                above[r, i] = len(higher) + sum(j > i for j in equal)
+            else:
+                above[r, i], tied[r, i] = len(higher), len(equal)
+    return above, tied
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64],
+)
+@pytest.mark.parametrize("ignore_ties", [False, True])
+def test_host_counts_at_the_limits_of_each_dtype(dtype, ignore_ties):
+    # Scores of 32 bits or fewer are ranked through one sort of packed 64-bit
+    # keys (the score's bits in an order-preserving code, then the index);
+    # wider ones through argsort. Both must count as the contract says, at
+    # the extremes of the type, where an order-preserving code goes wrong.
+    info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+    extremes = [info.min, info.max, 0, 1]
+    if np.issubdtype(dtype, np.floating):
+        extremes += [-np.inf, np.inf, info.tiny, -info.tiny, info.smallest_subnormal, -1.5]
+    elif info.min < 0:
+        extremes += [-1, info.min + 1]
+    rng = np.random.default_rng(5)
+    scores = rng.choice(np.array(extremes, dtype), size=(40, 9))
+    valid = rng.random((40, 9)) < 0.85
+    got = _ranking.host_tie_blocks(scores, valid, ignore_ties)
+    want = _counted_blocks(scores, valid, ignore_ties)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

@@ -394,49 +394,87 @@ def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
     return above.reshape(shape), tied.reshape(shape)
 
 
+# The index takes the low 31 bits of a packed sort key (below).
+_INDEX_BITS = 31
+_INDEX_MASK = (1 << _INDEX_BITS) - 1
+
+
+def _descending_keys(scores: np.ndarray, valid: np.ndarray) -> np.ndarray | None:
+    """uint64 keys whose ascending sort is the ranking, or None if a score takes 64 bits.
+
+    A key packs, from the top bit down: whether the item is padding, the
+    score's bits complemented in an order-preserving code, and the index
+    complemented. One sort of the keys then puts real items first, by
+    descending score, ties by descending index (``ignore_ties``'s order), and
+    the sorted keys hold the order and the scores both: NumPy sorts 64-bit
+    integers as fast as it sorts float32, where ``argsort`` takes 3 times as
+    long and a stable one 15 times (decision 0037).
+    """
+    dtype = scores.dtype
+    if dtype == np.float32:
+        # IEEE order as unsigned order: flip every bit of a negative float,
+        # only the sign bit of the others. (-0.0 was merged with 0.0 before.)
+        flip = (scores.view(np.int32) >> 31).view(np.uint32) | np.uint32(1 << 31)
+        ordered = scores.view(np.uint32) ^ flip
+    elif dtype.kind == "u" and dtype.itemsize <= 4:
+        ordered = scores.astype(np.uint32, copy=False)
+    elif dtype.kind == "i" and dtype.itemsize <= 4:
+        ordered = scores.astype(np.int32, copy=False).view(np.uint32) ^ np.uint32(1 << 31)
+    else:
+        return None
+    n = scores.shape[-1]
+    key = (~ordered).astype(np.uint64)
+    key <<= np.uint64(_INDEX_BITS)
+    key |= (~valid).astype(np.uint64) << np.uint64(63)
+    key |= np.arange(_INDEX_MASK, _INDEX_MASK - n, -1, dtype=np.uint64)
+    return key
+
+
 def _host_tie_blocks_2d(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
     rows, n = scores.shape
-    # A stable ascending sort, reversed, ranks ties by descending index. Tie
-    # blocks do not depend on the order inside a block, and the unstable sort
-    # is several times faster.
-    order = np.argsort(scores, axis=-1, kind="stable" if ignore_ties else None)[:, ::-1]
-    sorted_valid = np.take_along_axis(valid, order, axis=-1)
-    if not sorted_valid.all():
-        # Stable radix sort on the flag moves padding last, keeping the rest.
-        padding_last = np.argsort(~sorted_valid, axis=-1, kind="stable")
-        order = np.take_along_axis(order, padding_last, axis=-1)
-        sorted_valid = np.take_along_axis(sorted_valid, padding_last, axis=-1)
-    position = np.broadcast_to(np.arange(n, dtype=np.int32), (rows, n))
-    if ignore_ties:
-        above_sorted = position
-        tied_sorted = np.ones((rows, n), np.int32)
+    key = _descending_keys(scores, valid) if n <= _INDEX_MASK else None
+    if key is not None:
+        key.sort(axis=-1)
+        order = (np.uint64(_INDEX_MASK) - (key & np.uint64(_INDEX_MASK))).view(np.int64)
+        key >>= np.uint64(_INDEX_BITS)  # padding flag and score: equal within a tie block
+        same = key[:, 1:] == key[:, :-1]
     else:
+        # A stable ascending sort, reversed, ranks ties by descending index. Tie
+        # blocks do not depend on the order inside a block, and the unstable
+        # sort is several times faster.
+        order = np.argsort(scores, axis=-1, kind="stable" if ignore_ties else None)[:, ::-1]
+        sorted_valid = np.take_along_axis(valid, order, axis=-1)
+        if not sorted_valid.all():
+            # Stable radix sort on the flag moves padding last, keeping the rest.
+            padding_last = np.argsort(~sorted_valid, axis=-1, kind="stable")
+            order = np.take_along_axis(order, padding_last, axis=-1)
+            sorted_valid = np.take_along_axis(sorted_valid, padding_last, axis=-1)
         sorted_scores = np.take_along_axis(scores, order, axis=-1)
         same = (sorted_scores[:, 1:] == sorted_scores[:, :-1]) & (
             sorted_valid[:, 1:] == sorted_valid[:, :-1]
         )
-        # Accumulate over the flattened batch: every row starts a block, so the
-        # running max (min) never crosses a row boundary, and the 1-D
-        # accumulation is several times faster than along axis -1.
-        offset = (np.arange(rows, dtype=np.int64) * n)[:, None]
+        order = order.astype(np.int64)
+    if ignore_ties:
+        above_sorted = np.broadcast_to(np.arange(n, dtype=np.int32), (rows, n)).ravel()
+        tied_sorted = np.ones(rows * n, np.int32)
+    else:
+        # Blocks over the flattened batch: every row starts one, so no block
+        # crosses a row. Each item reads its block's start and length.
         first = np.ones((rows, n), bool)
         first[:, 1:] = ~same
-        last = np.ones((rows, n), bool)
-        last[:, :-1] = ~same
-        flat_position = position + offset
-        start = np.maximum.accumulate(np.where(first, flat_position, 0).ravel())
-        end = np.minimum.accumulate(
-            np.where(last, flat_position + 1, np.iinfo(np.int64).max).ravel()[::-1]
-        )[::-1]
-        above_sorted = (start.reshape(rows, n) - offset).astype(np.int32)
-        tied_sorted = (end - start).reshape(rows, n).astype(np.int32)
-    destination = (order + (np.arange(rows) * n)[:, None]).ravel()
+        index = np.int32 if rows * n < 2**31 else np.int64
+        starts = np.flatnonzero(first).astype(index)
+        block = np.cumsum(first, axis=None, dtype=index)
+        block -= 1
+        tied_sorted = np.diff(starts, append=index(rows * n)).astype(np.int32)[block]
+        above_sorted = (starts % index(n)).astype(np.int32)[block]
+    order += (np.arange(rows, dtype=np.int64) * n)[:, None]
+    destination = order.ravel()
+    real = valid.ravel()[destination]
     above = np.empty(rows * n, np.int32)
     tied = np.empty(rows * n, np.int32)
-    above[destination] = above_sorted.ravel()
-    tied[destination] = tied_sorted.ravel()
-    above = np.where(valid.ravel(), above, n)
-    tied = np.where(valid.ravel(), tied, 1)
+    above[destination] = np.where(real, above_sorted, n)
+    tied[destination] = np.where(real, tied_sorted, 1)
     return above.reshape(rows, n), tied.reshape(rows, n)
 
 
