@@ -375,7 +375,7 @@ def test_the_command_line_pages_measure_table_is_generated_from_the_registry():
     # docs/cli.md's table is the measure-table directive's command-line
     # layout: its names, trec_eval families and label kinds are read from the
     # registry and the families table, so it cannot drift from them.
-    import measure_table
+    import measure_rows
 
     from lodestar import _registry
     from lodestar._trec import families
@@ -384,7 +384,7 @@ def test_the_command_line_pages_measure_table_is_generated_from_the_registry():
     section = page[page.index("### The measures") : page.index("## Conventions")]
     assert "```{measure-table}\n:layout: command-line\n```" in section
     assert not re.search(r"^\| `", section, re.MULTILINE), "a hand-written measure row"
-    rows = {m.key: measure_table.command_line_row(m) for m in _registry.MEASURES.values()}
+    rows = {m.key: measure_rows.command_line_row(m) for m in _registry.MEASURES.values()}
     assert rows["P"] == (
         "`P`",
         "`precision`",
