@@ -16,6 +16,7 @@ import tiers
 
 from lodestar import _pairs, losses, smooth
 from lodestar._validation import InvalidParameterError
+from lodestar.losses import _neural_ndcg
 
 F64 = jnp.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
@@ -109,7 +110,7 @@ def test_blocked_neural_ndcg_equals_the_held_matrix(case):
     tangent = jnp.asarray(np.random.default_rng(30).normal(size=scores.shape), F64)
     held = loss(scores), jax.grad(summed)(scores), jax.jvp(summed, (scores,), (tangent,))[1]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(losses, "_NEURAL_DENSE_LIMIT", 0)
+        patch.setattr(_neural_ndcg, "_NEURAL_DENSE_LIMIT", 0)
         patch.setattr(_pairs, "BUDGET", 3 * 17 * 4)
         jax.clear_caches()
         blocked = loss(scores), jax.grad(summed)(scores), jax.jvp(summed, (scores,), (tangent,))[1]
