@@ -30,10 +30,27 @@ _pending = False
 
 
 def note_interrupt(signum, frame) -> None:
-    """A SIGINT handler: remember the interrupt, then raise it as the default handler does."""
+    """A SIGINT handler: remember the interrupt, then raise it as the default handler does.
+
+    Inside an import it is only remembered, and raised by the next
+    :func:`raise_if_interrupted`: a KeyboardInterrupt raised while an
+    extension module sets itself up (jaxlib's MLIR bindings, 0.2-0.3 s after
+    start) aborted the program (SIGABRT) or crashed it (SIGSEGV) instead of
+    ending it.
+    """
     global _pending
     _pending = True
-    raise KeyboardInterrupt
+    if not _inside_import(frame):
+        raise KeyboardInterrupt
+
+
+def _inside_import(frame) -> bool:
+    """Whether ``frame`` runs under Python's import machinery."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def raise_if_interrupted() -> None:

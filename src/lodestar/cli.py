@@ -888,9 +888,12 @@ def console() -> None:
         # A Ctrl-C that a finaliser swallowed while the modules imported.
         _interrupt.raise_if_interrupted()
         _startup.load_in_background()
+        status = main()
+        # A Ctrl-C that came during an import, and no check raised since.
+        _interrupt.raise_if_interrupted()
         # Flushing is inside: the results can still be waiting on a full pipe
         # when Ctrl-C comes.
-        status = _flushed(main())
+        status = _flushed(status)
     except BaseException as error:
         # Ctrl-C, or an import it interrupted that raised an error of its own
         # (NumPy's "C-extensions failed").
