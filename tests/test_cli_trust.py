@@ -700,26 +700,34 @@ def test_ctrl_c_inside_an_import_is_remembered_and_raised_after_it(monkeypatch, 
     # A KeyboardInterrupt raised while an extension module sets itself up can
     # abort the process: Ctrl-C 0.24-0.27 s into compare, inside jaxlib's
     # MLIR bindings, ended in SIGABRT and SIGSEGV (tests/test_cli_fuzz.py, under
-    # load). Inside an import the handler only remembers it.
+    # load). Inside an import the handler only remembers it, and tries again
+    # until it comes outside one: the import ends, then it is raised.
     import lodestar._interrupt as interrupt
 
     (tmp_path / "signalled_during_import.py").write_text(
-        "import signal\nsignal.raise_signal(signal.SIGINT)\nFINISHED = True\n"
+        "import signal, time\nsignal.raise_signal(signal.SIGINT)\ntime.sleep(0.2)\nFINISHED = True\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(interrupt, "_pending", False)
     previous = signal.signal(signal.SIGINT, interrupt.note_interrupt)
+    previous_alarm = signal.getsignal(signal.SIGALRM)
     try:
-        import signalled_during_import
-
-        assert signalled_during_import.FINISHED
-        assert interrupt._pending
+        started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
-            interrupt.raise_if_interrupted()
+            import signalled_during_import  # noqa: F401
+
+            time.sleep(5)
+        # The import ran to its end (0.2 s after the signal), and the
+        # interrupt came right after it, not 5 s later.
+        assert sys.modules["signalled_during_import"].FINISHED
+        assert interrupt._pending
+        assert 0.2 <= time.monotonic() - started < 2
         # Outside an import it raises at once, as Python's own handler does.
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous_alarm)
         signal.signal(signal.SIGINT, previous)
         sys.modules.pop("signalled_during_import", None)
 

@@ -6,6 +6,7 @@ when the user pressed Ctrl-C during ``import numpy``. The program must still
 exit 130 with one line.
 """
 
+import signal
 import sys
 
 
@@ -32,16 +33,31 @@ _pending = False
 def note_interrupt(signum, frame) -> None:
     """A SIGINT handler: remember the interrupt, then raise it as the default handler does.
 
-    Inside an import it is only remembered, and raised by the next
-    :func:`raise_if_interrupted`: a KeyboardInterrupt raised while an
-    extension module sets itself up (jaxlib's MLIR bindings, 0.2-0.3 s after
-    start) aborted the program (SIGABRT) or crashed it (SIGSEGV) instead of
-    ending it.
+    Inside an import it is only remembered, and tried again every
+    :data:`RETRY_SECONDS` until it comes outside one (or the next
+    :func:`raise_if_interrupted` raises it): a KeyboardInterrupt raised while
+    an extension module sets itself up (jaxlib's MLIR bindings, 0.2-0.3 s
+    after start) aborted the program (SIGABRT) or crashed it (SIGSEGV)
+    instead of ending it.
     """
     global _pending
     _pending = True
     if not _inside_import(frame):
         raise KeyboardInterrupt
+    # Raised as soon as the import is over, not at the next check: that can
+    # be a whole batch of evaluation later (12 s, on a loaded machine).
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
+
+
+RETRY_SECONDS = 0.02
+"""How often an interrupt that came inside an import is tried again."""
+
+
+def _retry(signum, frame) -> None:
+    """SIGALRM's handler while an interrupt waits for an import to end."""
+    note_interrupt(signal.SIGINT, frame)
 
 
 def _inside_import(frame) -> bool:
