@@ -24,9 +24,9 @@ def caused_by_interrupt(error: BaseException | None) -> bool:
 # Set by the command line's SIGINT handler. A KeyboardInterrupt raised while
 # the interpreter runs a finaliser or a garbage-collector callback (JAX's
 # _xla_gc_callback) is printed and swallowed ("Exception ignored in ..."),
-# and the work goes on: a bootstrap test given Ctrl-C ran on for hours. The long
-# loops check this flag between their steps, so that a swallowed Ctrl-C is
-# raised again there.
+# and the work goes on: a bootstrap test given Ctrl-C ran on for hours. A
+# swallowed Ctrl-C is raised again RETRY_SECONDS later, and the long loops
+# also check this flag between their steps (where SIGALRM does not exist).
 _pending = False
 
 
@@ -46,13 +46,18 @@ def note_interrupt(signum, frame) -> None:
         raise KeyboardInterrupt
     # Raised as soon as the import is over, not at the next check: that can
     # be a whole batch of evaluation later (12 s, on a loaded machine).
-    if hasattr(signal, "setitimer"):
-        signal.signal(signal.SIGALRM, _retry)
-        signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
+    _try_again_soon()
 
 
 RETRY_SECONDS = 0.02
-"""How often an interrupt that came inside an import is tried again."""
+"""How often an interrupt that came inside an import, or was swallowed, is tried again."""
+
+
+def _try_again_soon() -> None:
+    """Raise the remembered interrupt again in :data:`RETRY_SECONDS` (where SIGALRM exists)."""
+    if hasattr(signal, "setitimer"):
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
 
 
 def _retry(signum, frame) -> None:
@@ -78,9 +83,13 @@ def raise_if_interrupted() -> None:
 def quiet_swallowed_interrupt(unraisable) -> None:
     """A ``sys.unraisablehook``: no traceback for a Ctrl-C that a finaliser swallowed.
 
-    :func:`note_interrupt` remembered it, and the loops raise it again; any
-    other unraisable exception is reported as Python reports it.
+    :func:`note_interrupt` remembered it, and raises it again
+    :data:`RETRY_SECONDS` later: JAX's ``_xla_gc_callback`` swallowed Ctrl-C
+    while ``-m all_trec`` lowered its kernel, and the program went on for the
+    rest of the lowering (8-12 s) to the next check. Any other unraisable
+    exception is reported as Python reports it.
     """
     if _pending and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _try_again_soon()
         return
     sys.__unraisablehook__(unraisable)
