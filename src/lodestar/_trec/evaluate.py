@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lodestar import _interrupt, _ranking, _registry, _shapes
+from lodestar import _interrupt, _registry, _shapes
 from lodestar._trec import batches as _batches
 from lodestar._trec.join import Joined, RaggedLists
 from lodestar._trec.names import Request
@@ -473,6 +473,8 @@ def relstrings(joined: Joined, length: int) -> list[bytes]:
     to ``-M``. The string depends on one order of tied documents, so it is the
     same with and without ``--ignore-ties``.
     """
+    from lodestar import _ranking
+
     retrieved = joined.retrieved
     items, strings = retrieved.items, []
     for start, end in zip(retrieved.offsets[:-1], retrieved.offsets[1:], strict=True):
