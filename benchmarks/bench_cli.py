@@ -10,6 +10,9 @@ one after the other, and records its wall time and peak resident memory
   and with ``--ignore-ties``; **cold** (an empty compilation cache) and
   **warm** (the cache filled by the previous run, as for a user's second
   evaluation of a run of the same shape);
+* ``-m all_trec --trec-eval --ignore-ties``, warm, against trec_eval's
+  ``-m all_trec`` (all 97 measures, output compared byte for byte by the
+  test suite);
 * **trec_eval** 10 (the C program), from ``--trec-eval BINARY`` or the
   ``TREC_EVAL`` environment variable, with the same six measures (skipped
   with a note where no binary is given: build it from
@@ -43,6 +46,8 @@ import numpy as np
 
 LODESTAR_MEASURES = ["ndcg@10", "ndcg", "mrr", "map", "P@10", "recall@100"]
 TREC_MEASURES = ["ndcg_cut.10", "ndcg", "recip_rank", "map", "P.10", "recall.100"]
+ALL_TREC = "lodestar -m all_trec --trec-eval --ignore-ties, warm"
+TREC_EVAL_ALL_TREC = "trec_eval (C) -m all_trec"
 WORKLOADS = {"trec": (1_500, 1_000), "large": (10_000, 1_000), "small": (10, 100)}
 
 
@@ -143,16 +148,19 @@ def tools(args, qrels, run, cache):
     """(name, command, environment) of every tool to time, with the reasons for those left out."""
     env = {**os.environ, "LODESTAR_COMPILATION_CACHE": cache}
     lodestar = [sys.executable, "-m", "lodestar", "evaluate", qrels, run, "-m", *LODESTAR_MEASURES]
+    every = [sys.executable, "-m", "lodestar", "evaluate", qrels, run, "-m", "all_trec"]
     chosen = [
         ("lodestar, cold", lodestar, env),
         ("lodestar, warm", lodestar, env),
         ("lodestar --ignore-ties, warm", [*lodestar, "--ignore-ties"], env),
+        (ALL_TREC, [*every, "--trec-eval", "--ignore-ties"], env),
     ]
     skipped = []
     binary = args.trec_eval or os.environ.get("TREC_EVAL") or shutil.which("trec_eval")
     if binary:
         command = [binary, *(f"-m{m}" for m in TREC_MEASURES), qrels, run]
         chosen.append(("trec_eval (C)", command, None))
+        chosen.append((TREC_EVAL_ALL_TREC, [binary, "-m", "all_trec", qrels, run], None))
     else:
         skipped.append("trec_eval: no binary (give --trec-eval or set TREC_EVAL)")
     for name, module, script in (
@@ -186,6 +194,8 @@ def run_workload(name, queries, depth, args, directory):
             if tool in ("ranx", "ir_measures") and lines > args.python_tool_lines:
                 results.setdefault(tool, None)
                 continue
+            if tool == ALL_TREC and rep == 0:
+                measure(command, env)  # warm: its kernel compiled and kept first
             seconds, peak = measure(command, env)
             best = results.get(tool)
             if best is None or seconds < best[0]:
@@ -200,6 +210,11 @@ def run_workload(name, queries, depth, args, directory):
             print(f"  {tool:<30} {'—':>8}   (not run above {args.python_tool_lines:,} lines)")
             continue
         print(f"  {tool:<30} {value[0]:8.2f} {value[1]:8.0f} {value[0] / warm:16.2f}")
+    if results.get(TREC_EVAL_ALL_TREC) and results.get("trec_eval (C)"):
+        print(
+            f"  lodestar ÷ trec_eval: default measures {warm / results['trec_eval (C)'][0]:.2f}, "
+            f"all_trec {results[ALL_TREC][0] / results[TREC_EVAL_ALL_TREC][0]:.2f}"
+        )
     return {
         "queries": queries,
         "depth": depth,

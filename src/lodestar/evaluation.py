@@ -827,7 +827,9 @@ def use_compilation_cache(directory: str | os.PathLike | None = None) -> str | N
     change a user's JAX configuration unasked, so from Python the cache is
     this opt-in. It sets JAX's ``jax_compilation_cache_dir`` for the whole
     process (every program JAX compiles from then on is kept, lodestar's and
-    others'), with no minimum compile time or size, as the command line does.
+    others'), with no minimum compile time or size, as the command line does;
+    and it keeps the evaluation's own kernels whole in its subdirectory
+    ``lodestar-kernels``, so that a new process does not even trace them.
 
     Args:
       directory: Where to keep the programs. None takes the command line's:
@@ -867,8 +869,11 @@ def use_compilation_cache(directory: str | os.PathLike | None = None) -> str | N
         writable = False
     if not writable:
         return None
+    from lodestar import _executables
+
     jax.config.update("jax_compilation_cache_dir", directory)
     # lodestar's kernels compile in well under JAX's default threshold of a second.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    _executables.keep_in(directory)
     return directory

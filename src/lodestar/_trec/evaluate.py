@@ -319,6 +319,7 @@ def evaluate_queries(
                 requests=kernel_requests,
                 rank_k=None,
                 ignore_ties=definitions.ignore_ties,
+                store=True,
             )
             # The previous batch's values are read once this one is
             # dispatched, so that padding the next batch overlaps the kernel.

@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _gains, _host, _lists, _ranking, _shapes, _validation
+from lodestar import _executables, _gains, _host, _lists, _ranking, _shapes, _validation
 
 
 class RankedLists(NamedTuple):
@@ -196,6 +196,7 @@ def _over_tiles(kernel):
 
 
 @_host.one_program_at_a_time
+@_executables.stored
 @functools.partial(jax.jit, static_argnames=("requests", "rank_k", "ignore_ties"))
 @_over_tiles
 def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
@@ -210,6 +211,9 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
       requests: Per request, ``(formula, static options as sorted pairs)``.
       rank_k: The static cut-off the engine may exploit, or None.
       ignore_ties: Break ties by descending index.
+      store: Keep the compiled kernel on disk (:mod:`lodestar._executables`):
+        only for a batch that arrives ranked, whose kernel holds no host
+        callback.
 
     Returns:
       A tuple of ``(...)`` arrays, one per request.

@@ -1,0 +1,140 @@
+"""Kernels kept on disk whole (lodestar._executables, decision 0038).
+
+A second ``lodestar evaluate`` of a run of the same shape loads the compiled
+kernel without tracing or lowering it, and prints what the first printed. A
+kept file that is damaged, or that JAX's own cache would have handed back, must
+never change an answer.
+"""
+
+import functools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lodestar import _executables, _registry
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+DATA = Path(SRC) / "lodestar" / "data"
+ARGUMENTS = ["evaluate", str(DATA / "example.qrels"), str(DATA / "example.run")]
+ALL_TREC = [*ARGUMENTS, "-m", "all_trec", "--trec-eval"]
+
+
+def _lodestar(arguments, cache):
+    """Run the program with ``cache`` as its cache: ``(stdout, the kernels it traced)``."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "LODESTAR_COMPILATION_CACHE": str(cache),
+        "JAX_LOG_COMPILES": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "lodestar", *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    traced = len(re.findall(r"Finished tracing.* evaluate_formulas ", done.stderr))
+    return done.stdout, traced
+
+
+def _kept(cache):
+    return sorted((Path(cache) / _executables.SUBDIRECTORY).iterdir())
+
+
+def test_a_second_run_loads_the_kernel_without_tracing_it(tmp_path):
+    cache = tmp_path / "cache"
+    first, traced = _lodestar(ALL_TREC, cache)
+    assert traced >= 1
+    assert len(_kept(cache)) == 1
+    second, traced = _lodestar(ALL_TREC, cache)
+    assert traced == 0
+    assert second == first
+    # Other measures are another kernel, kept beside it.
+    _, traced = _lodestar([*ARGUMENTS, "-m", "ndcg@10"], cache)
+    assert traced >= 1
+    assert len(_kept(cache)) == 2
+
+
+def test_a_kernel_that_jax_cache_handed_back_is_compiled_afresh_before_it_is_kept(tmp_path):
+    # An executable loaded from JAX's persistent cache, serialized again,
+    # loads in a new process and then fails when run ("Function
+    # multiply_divide_fusion not found"). Here JAX's cache holds the kernel
+    # (a first run filled both) and the kept file is gone, as after an update
+    # that changed lodestar's source but not the kernel.
+    cache = tmp_path / "cache"
+    expected, _ = _lodestar(ALL_TREC, cache)
+    for path in _kept(cache):
+        path.unlink()
+    _lodestar(ALL_TREC, cache)  # compiles and keeps it again
+    out, traced = _lodestar(ALL_TREC, cache)  # runs the kept file
+    assert traced == 0
+    assert out == expected
+
+
+def test_a_damaged_file_is_compiled_again_and_replaced(tmp_path):
+    cache = tmp_path / "cache"
+    expected, _ = _lodestar(ALL_TREC, cache)
+    (kept,) = _kept(cache)
+    kept.write_bytes(b"not a kernel")
+    out, traced = _lodestar(ALL_TREC, cache)
+    assert traced >= 1
+    assert out == expected
+    assert kept.read_bytes() != b"not a kernel"
+    assert _lodestar(ALL_TREC, cache) == (expected, 0)
+
+
+def _formula(key):
+    return _registry.MEASURES[key].function.formula
+
+
+def test_static_arguments_are_described_by_what_they_are():
+    # The description names the same value the same way in every process
+    # (no addresses), and tells apart values that compile differently.
+    ndcg = _formula("ndcg")
+    describe = _executables._describe
+    assert describe(ndcg) == describe(_formula("ndcg"))
+    assert " at 0x" not in describe(ndcg)
+    assert describe(ndcg) != describe(_formula("dcg"))
+    assert describe((1, "a")) != describe(("1", "a"))
+    assert describe(1) != describe(1.0) != describe(True)
+
+    def scaled(factor):
+        return lambda x: x * factor
+
+    assert describe(scaled(2)) != describe(scaled(3))
+    assert describe(functools.partial(max, 1)) != describe(functools.partial(max, 2))
+    with pytest.raises(_executables._Unstable):
+        describe(object())
+
+
+def test_the_file_name_follows_the_source_and_the_types(monkeypatch):
+    name = functools.partial(_executables._file_name, "kernel", {"rank_k": None}, "*")
+    first = name(("float64[2,3]",))
+    assert first == name(("float64[2,3]",))
+    assert first != name(("float32[2,3]",))
+    _executables._source_digest.cache_clear()
+    monkeypatch.setattr(_executables, "_source_digest", lambda: "another lodestar")
+    assert name(("float64[2,3]",)) != first
+
+
+def test_nothing_is_kept_unless_asked(tmp_path, monkeypatch):
+    # Off by default: a library writes nothing unasked. The public metrics'
+    # kernels rank with a host callback and are never kept.
+    import jax.numpy as jnp
+
+    from lodestar import metrics
+
+    monkeypatch.setattr(_executables, "_directory", None)
+    assert float(metrics.ndcg(jnp.array([1.0, 2.0]), jnp.array([0.0, 1.0]))) == 1.0
+    _executables.keep_in(tmp_path)
+    try:
+        assert float(metrics.ndcg(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0, 2.0]))) == 1.0
+    finally:
+        _executables.keep_in(None)
+    assert not (tmp_path / _executables.SUBDIRECTORY).exists()
