@@ -267,11 +267,18 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
         skip = (jnp.zeros_like(one.lay.zero), jnp.zeros_like(one.lay.zero))
         return lax.cond(flag, lambda: _pooled_terms(one, atoms), lambda: skip)
 
-    flat = jax.tree.map(lambda x: x.reshape(-1, n), blocks)
-    mixed_found, mixed_pooled = lax.map(per_list, (mixed.reshape(-1), flat))
+    def over_mixed_lists():
+        flat = jax.tree.map(lambda x: x.reshape(-1, n), blocks)
+        mixed_found, mixed_pooled = lax.map(per_list, (mixed.reshape(-1), flat))
+        return mixed_found.reshape(batch + (n,)), mixed_pooled.reshape(batch + (n,))
+
+    # A batch with no mixed block (every batch with ignore_ties) skips the
+    # loop over its lists, whose steps cost even when each one skips: 0.015 s
+    # of G's 0.15 s in `-m all_trec --ignore-ties` at TREC depth.
+    mixed_found, mixed_pooled = lax.cond(jnp.any(mixed), over_mixed_lists, lambda: (found, pooled))
     where_mixed = mixed[..., None]
-    found = jnp.where(where_mixed, mixed_found.reshape(batch + (n,)), found)
-    pooled = jnp.where(where_mixed, mixed_pooled.reshape(batch + (n,)), pooled)
+    found = jnp.where(where_mixed, mixed_found, found)
+    pooled = jnp.where(where_mixed, mixed_pooled, pooled)
     # The slack is a difference of two sums of gains, each rounded by the
     # dtype: past 2 / eps (2**53 in float64, 2**24 in float32) their rounding
     # exceeds the costs of 1 that the slack counts, and a term's discount is
