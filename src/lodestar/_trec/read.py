@@ -32,6 +32,7 @@ every refusal. Decision 0018 records the measurements.
 from __future__ import annotations
 
 import functools
+import mmap
 import os
 from collections.abc import Callable
 from typing import NamedTuple
@@ -41,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from lodestar._files import READ_BLOCK, Progress, read_bytes, rereadable
+from lodestar._files import READ_BLOCK, Progress, map_plain, read_bytes, release, rereadable
 
 # progress(stage, done, total): bytes read ("reading") or parsed ("parsing")
 # of all.
@@ -169,7 +170,13 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
     if progress is not None:
         reading = functools.partial(progress, "reading")
         parsing = functools.partial(progress, "parsing")
-    data = read_bytes(path, progress=reading, dash_is_stdin=True, refuse_nul=True)
+    # A large plain file is mapped and its pages dropped as they are parsed,
+    # so that its bytes and the parsed columns are not all held at once.
+    data = map_plain(path, dash_is_stdin=True)
+    if data is None:
+        data = read_bytes(path, progress=reading, dash_is_stdin=True, refuse_nul=True)
+    elif reading is not None:
+        reading(len(data), len(data))
     found = _read_regular(name, data, qrels=qrels, groups=groups, progress=parsing)
     # pyarrow's allocator returns freed memory to the system only after a
     # delay; the parsed table is gone, and the join is about to allocate as
@@ -190,7 +197,7 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
 
 def _read_regular(
     name: str,
-    data: bytes | bytearray,
+    data: bytes | bytearray | mmap.mmap,
     *,
     qrels: bool,
     groups: bool = False,
@@ -205,18 +212,20 @@ def _read_regular(
     bytes or so), one table chunk each, with ``progress(done, total)`` after
     each piece.
     """
-    if b"#" in data or b"\x00" in data or b"\x0b" in data or b"\x0c" in data:
+    if any(data.find(byte) >= 0 for byte in (b"#", b"\x00", b"\x0b", b"\x0c")):
         return None
-    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+    if data.find(b"\r") >= 0 and _count(data, b"\r") != _count(data, b"\r\n"):
         return None
-    first_line = data[: data.find(b"\n")] if b"\n" in data else data
+    newline = data.find(b"\n")
+    first_line = data[:newline] if newline >= 0 else data[:]
     if not first_line.strip():
         return None
     # One delimiter only: any other whitespace inside a line would split a
     # field for the line-by-line reader but not for the CSV parser.
     delimiter = "\t" if b"\t" in first_line else " "
-    if (b" " if delimiter == "\t" else b"\t") in data:
+    if data.find(b" " if delimiter == "\t" else b"\t") >= 0:
         return None
+    release(data)  # the scans touched every page
     fields = QRELS_FIELDS if qrels else RUN_FIELDS
     value_field = 3 if qrels else 4
     names = [f"f{i}" for i in range(len(fields))]
@@ -243,6 +252,7 @@ def _read_regular(
             newline = data.find(b"\n", start + PARSE_PIECE)
             end = len(data) if newline < 0 else newline + 1
             pieces.append(pcsv.read_csv(buffer.slice(start, end - start), **options))
+            release(data, start, end)
             start = end
             if progress is not None:
                 progress(end, len(data))
@@ -285,7 +295,7 @@ def _read_regular(
         values,
         runid,
         None,
-        data,
+        None if isinstance(data, mmap.mmap) else data,
     )
 
 
@@ -338,7 +348,20 @@ def binary_array(values: list[bytes]) -> pa.Array:
     return pa.Array.from_buffers(pa.large_binary(), len(values), buffers).cast(pa.binary())
 
 
-def _last_line(data: bytes | bytearray) -> bytes | bytearray:
+def _count(data, needle: bytes) -> int:
+    """``data.count(needle)``, also for a memory map (counted a piece at a time)."""
+    if not isinstance(data, mmap.mmap):
+        return data.count(needle)
+    # Each piece reaches len(needle) - 1 bytes into the next, so that an
+    # occurrence across a boundary is counted once, in the piece it starts in.
+    reach = len(needle) - 1
+    return sum(
+        data[start : start + PARSE_PIECE + reach].count(needle)
+        for start in range(0, len(data), PARSE_PIECE)
+    )
+
+
+def _last_line(data: bytes | bytearray | mmap.mmap) -> bytes | bytearray:
     """The last non-empty line of ``data``, without its line end, read without copying ``data``."""
     end = len(data)
     while end and data[end - 1 : end] in (b"\n", b"\r"):
