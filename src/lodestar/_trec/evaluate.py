@@ -179,16 +179,20 @@ def _query_context(
     return _QueryContext(item_names, per_list, pool, judged_pool, needs_ideal)
 
 
-def _per_item(joined: Joined, level: int) -> RaggedLists:
-    """The retrieved documents with their label (0 unless judged) and relevance."""
-    items = joined.retrieved.items
-    judged = items["judged"]
-    relevant = judged & (items["grade"] >= level)
-    # One float64 per retrieved document, made in place: a run has millions.
-    labels = items["grade"].astype(np.float64)
+def _labelled(batch: _batches.Batch, level: int) -> _batches.Batch:
+    """The padded batch with its labels (0 unless judged) and relevance in place of its grades.
+
+    Made a batch at a time rather than for every retrieved document at once:
+    a run of ten million lines would hold 90 MB more through its evaluation.
+    Padding (grade 0, not judged) gets label 0 and is not relevant.
+    """
+    items = dict(batch.items)
+    grade, judged = items.pop("grade"), items["judged"]
+    labels = grade.astype(np.float64)
     np.maximum(labels, 0, out=labels)
     labels[~judged] = 0
-    return RaggedLists(joined.retrieved.offsets, {**items, "relevant": relevant, "label": labels})
+    items.update(label=labels, relevant=judged & (grade >= level))
+    return batch._replace(items=items)
 
 
 def _kernel_requests(requests: Sequence[Request], definitions: Definitions, max_grade: int):
@@ -270,14 +274,16 @@ def evaluate_queries(
       document, or (with ``complete``) no retrieved one, scores 0.
     """
     requests = list(requests)
-    per_item = _per_item(joined, definitions.relevance_level)
     context = _query_context(joined.judgments, requests, definitions)
     results = {r.name: np.zeros(len(joined.query_ids)) for r in requests}
-    names = ("score", "label", "relevant", "judged", "pooled")
+    names = ("score", "grade", "judged", "pooled")
     plan = _batches.plan(joined.retrieved.lengths, batch_items=batch_items)
     total, done = sum(bucket.batches for bucket in plan), 0
+    level = definitions.relevance_level
     padded_batches = (
-        (bucket, batch) for bucket in plan for batch in _batches.batches(per_item, bucket, names)
+        (bucket, _labelled(batch, level))
+        for bucket in plan
+        for batch in _batches.batches(joined.retrieved, bucket, names)
     )
     first = next(padded_batches, None)
     if ready is not None:
