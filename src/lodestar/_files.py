@@ -95,7 +95,7 @@ def read_bytes(
 
 
 # A plain file at least this large is mapped rather than read (map_plain).
-MAP_THRESHOLD = 1 << 26
+MAP_THRESHOLD = 1 << 20
 
 
 def map_plain(path: str | os.PathLike, *, dash_is_stdin: bool = False) -> mmap.mmap | None:
