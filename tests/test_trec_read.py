@@ -267,6 +267,25 @@ def test_a_mapped_file_drops_each_piece_once_parsed(tmp_path, monkeypatch):
     assert len(released) - 1 >= len(text) // 10_000 - 1
 
 
+def test_a_named_pipe_is_not_opened_to_be_mapped(pipe, monkeypatch):
+    # Opened to be mapped, a pipe (<(zcat run.gz)) gave its writer's text to
+    # the map's check, and the reader then waited for more forever (a hang
+    # of the default tier, caught in a loop of runs).
+    import threading
+
+    monkeypatch.setattr(_files, "MAP_THRESHOLD", 0)
+    path = pipe(_run_text(50))  # within a pipe's buffer: the writer is done at once
+    found = []
+    reader = threading.Thread(target=lambda: found.append(read.read_run(path)), daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    if reader.is_alive():  # let it end: a writer that closes at once gives it an end of file
+        with open(path, "wb"):
+            pass
+        reader.join(timeout=20)
+    assert found and len(found[0]) == 50, "the reader waited for a writer that had gone"
+
+
 def test_a_file_that_is_not_plain_text_is_not_mapped(tmp_path, monkeypatch):
     monkeypatch.setattr(_files, "MAP_THRESHOLD", 0)
     text = _run_text(50)

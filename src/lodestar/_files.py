@@ -112,10 +112,14 @@ def map_plain(path: str | os.PathLike, *, dash_is_stdin: bool = False) -> mmap.m
     name = os.fspath(path)
     if (dash_is_stdin and name == "-") or not hasattr(mmap, "MADV_DONTNEED"):
         return None
+    # Asked before opening: opening a named pipe (``<(zcat run.gz)``) would
+    # take its writer's text, and read_bytes would then wait for more forever.
+    if not os.path.isfile(name):
+        return None
     try:
         with open(name, "rb") as file:
             size = os.fstat(file.fileno()).st_size
-            if not os.path.isfile(name) or size == 0 or size < MAP_THRESHOLD:
+            if size == 0 or size < MAP_THRESHOLD:
                 return None
             mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError:
