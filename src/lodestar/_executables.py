@@ -134,9 +134,7 @@ def _load(path: str):
         with open(path, "rb") as file:
             payload, in_tree, out_tree = pickle.loads(zlib.decompress(file.read()))
         return serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
-    except FileNotFoundError:
-        return None
-    except Exception:  # noqa: BLE001  a damaged or foreign file is compiled again
+    except Exception:  # noqa: BLE001  absent, damaged or foreign: compiled again
         return None
 
 
@@ -201,8 +199,10 @@ def stored(jitted: _Kernel) -> _Kernel:
     @functools.wraps(jitted)
     def run(*args, store: bool = False, **static):
         directory = _directory
+        if not store or directory is None:  # every call but the TREC layer's: no more work
+            return jitted(*args, **static)
         leaves, structure = jax.tree.flatten(args)
-        if not store or directory is None or not all(map(_on_default_device, leaves)):
+        if not all(map(_on_default_device, leaves)):
             return jitted(*args, **static)
         types_ = tuple(str(jax.typeof(leaf)) for leaf in leaves)
         key = (name, tuple(sorted(static.items())), structure, types_)
