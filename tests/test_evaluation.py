@@ -575,3 +575,37 @@ lodestar.compare(str(data / "compare.qrels"), runs)
 assert "pandas" not in sys.modules, "pandas was imported"
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+@pytest.mark.parametrize("ignore_ties", [False, True])
+def test_eleven_point_average_beside_its_levels_reads_them_to_the_bit(ignore_ties):
+    # -m all_trec asks for 11pt_avg and iprec_at_recall at its eleven levels:
+    # the kernel runs the levels in one loop and averages their values
+    # (decision 0040). Each value must be what the measure gives asked alone.
+    from lodestar._trec import evaluate as trec_evaluate
+    from lodestar._trec import names
+
+    rng = np.random.default_rng(3)
+    run = {
+        f"q{q}": {f"d{d}": float(rng.integers(0, 6)) for d in range(rng.integers(5, 40))}
+        for q in range(30)
+    }
+    qrels = {
+        q: {d: int(rng.integers(0, 3)) for d in docs if rng.random() < 0.5}
+        for q, docs in run.items()
+    }
+    levels = [
+        f"iprec_at_recall_{x:.2f}" for x in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    ]
+    together = lodestar.evaluate(
+        qrels, run, ["11pt_avg", *levels, "P_5"], trec_eval=True, ignore_ties=ignore_ties
+    )
+    requests = names.measures(names.parse_all(["11pt_avg", *levels, "P_5"]))
+    kernel_requests, traced = trec_evaluate._kernel_requests(
+        requests, trec_evaluate.Definitions(trec_eval=True), 2
+    )
+    assert trec_evaluate._mapped_groups(kernel_requests, traced) == (tuple(range(1, 12)),)
+    assert trec_evaluate._shared_means(kernel_requests, traced) == ((0, tuple(range(1, 12))),)
+    for name in ["11pt_avg", *levels]:
+        alone = lodestar.evaluate(qrels, run, [name], trec_eval=True, ignore_ties=ignore_ties)
+        np.testing.assert_array_equal(together.values[name], alone.values[name])

@@ -138,3 +138,35 @@ def test_nothing_is_kept_unless_asked(tmp_path, monkeypatch):
     finally:
         _executables.keep_in(None)
     assert not (tmp_path / _executables.SUBDIRECTORY).exists()
+
+
+@pytest.mark.slow
+def test_every_trec_eval_measure_fits_one_batch_in_memory_the_allocator_keeps(tmp_path):
+    # A kernel's scratch memory is one allocation per batch. Past 32 MiB, the
+    # C library's largest threshold, it is mapped from the system and handed
+    # back after every batch, and each batch then faults it in again page by
+    # page: at 2**20 items per batch `-m all_trec` took 620 MB per batch and a
+    # third of its time at TREC depth (decision 0040).
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    run, qrels = tmp_path / "run", tmp_path / "qrels"
+    with open(run, "w") as run_file, open(qrels, "w") as qrels_file:
+        for query in range(40):
+            scores = np.round(rng.random(1000), 2)
+            for doc, score in enumerate(scores):
+                run_file.write(f"{query} Q0 d{doc} 0 {score} r\n")
+            for doc in rng.choice(1000, 100, replace=False):
+                qrels_file.write(f"{query} 0 d{doc} {rng.integers(0, 4)}\n")
+    cache = tmp_path / "cache"
+    for ties in ([], ["--ignore-ties"]):
+        _lodestar(["evaluate", str(qrels), str(run), "-m", "all_trec", "--trec-eval", *ties], cache)
+    kept = _kept(cache)
+    assert len(kept) == 2
+    import jax
+
+    with jax.enable_x64(True):
+        for path in kept:
+            compiled = _executables._load(str(path))
+            assert compiled is not None
+            assert compiled.memory_analysis().temp_size_in_bytes < 32 * 2**20

@@ -182,6 +182,15 @@ def _on_default_device(leaf) -> bool:
     return True
 
 
+def _signature(leaf) -> tuple:
+    """What decides ``leaf``'s type to JAX, once the x64 setting is known."""
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return (leaf.shape, leaf.dtype)
+    if isinstance(leaf, jax.Array):
+        return (leaf.shape, leaf.dtype, leaf.weak_type)
+    return (type(leaf),)  # a Python scalar: weakly typed by its class
+
+
 _Kernel = TypeVar("_Kernel", bound=Callable)
 
 
@@ -204,13 +213,17 @@ def stored(jitted: _Kernel) -> _Kernel:
         leaves, structure = jax.tree.flatten(args)
         if not all(map(_on_default_device, leaves)):
             return jitted(*args, **static)
-        types_ = tuple(str(jax.typeof(leaf)) for leaf in leaves)
-        key = (name, tuple(sorted(static.items())), structure, types_)
+        # The in-process key is cheap to make, since it is made on every call
+        # (a TREC-depth `-m all_trec` calls with 180 leaves, 47 times); the
+        # file's name spells the types out, once.
+        x64 = jax.dtypes.canonicalize_dtype(np.float64) == np.float64  # thread-local
+        key = (name, tuple(sorted(static.items())), structure, x64, *map(_signature, leaves))
         compiled = _loaded.get(key)
         if compiled is None:
             with _lock:
                 compiled = _loaded.get(key)
                 if compiled is None:
+                    types_ = tuple(str(jax.typeof(leaf)) for leaf in leaves)
                     try:
                         file_name = _file_name(name, static, str(structure), types_)
                     except _Unstable:

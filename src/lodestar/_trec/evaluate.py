@@ -213,6 +213,55 @@ def _kernel_requests(requests: Sequence[Request], definitions: Definitions, max_
     return tuple(kernel_requests), traced
 
 
+def _mapped_groups(kernel_requests, traced) -> tuple[tuple[int, ...], ...]:
+    """Requests of one formula that differ only in its mapped option.
+
+    They are ``evaluate_formulas``'s ``mapped``: iprec_at_recall's eleven
+    levels then run in one loop, one level's tie lattice alive at a time,
+    rather than as eleven programs whose scratch memory XLA keeps at once
+    (140 MB a batch at TREC depth).
+    """
+    groups: dict = {}
+    for i, ((formula, static), (k, options)) in enumerate(
+        zip(kernel_requests, traced, strict=True)
+    ):
+        name = formula.mapped_option
+        if name is not None:
+            rest = tuple(sorted((o, v) for o, v in options.items() if o != name))
+            groups.setdefault((formula, static, k, rest), []).append(i)
+    return tuple(tuple(group) for group in groups.values() if len(group) > 1)
+
+
+def _shared_means(kernel_requests, traced) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """The requests whose value is the mean of other requests' (``evaluate_formulas``'s ``means``).
+
+    11pt_avg is the mean of iprec_at_recall at its levels; asked for beside
+    every one of them (``-m all_trec``), it reads their values instead of
+    ranking each level again, which under tie averaging took half of the
+    kernel's time.
+    """
+
+    def key(formula, static, k, options):
+        return formula, static, k, tuple(sorted(options.items()))
+
+    index = {}
+    for i, ((formula, static), (k, options)) in enumerate(
+        zip(kernel_requests, traced, strict=True)
+    ):
+        index.setdefault(key(formula, static, k, options), i)
+    means = []
+    for j, ((formula, static), (k, options)) in enumerate(
+        zip(kernel_requests, traced, strict=True)
+    ):
+        if formula.mean_of is None:
+            continue
+        inner, name = formula.mean_of
+        terms = [index.get(key(inner, static, k, {**options, name: v})) for v in options[name]]
+        if terms and None not in terms:
+            means.append((j, tuple(terms)))
+    return tuple(means)
+
+
 def _batch_arrays(bucket, batch, context: _QueryContext, *, ignore_ties: bool, uses_order: bool):
     """The kernel's arrays for one padded batch: labels, mask, context and tie blocks."""
     from lodestar import _ranking
@@ -292,6 +341,8 @@ def evaluate_queries(
         progress(done, total)
     kernel_requests, traced = _kernel_requests(requests, definitions, max_grade)
     uses_order = any(formula.uses_order for formula, _ in kernel_requests)
+    mapped = _mapped_groups(kernel_requests, traced)
+    means = _shared_means(kernel_requests, traced)
     import jax
 
     from lodestar.metrics import _kernel
@@ -325,6 +376,8 @@ def evaluate_queries(
                 requests=kernel_requests,
                 rank_k=None,
                 ignore_ties=definitions.ignore_ties,
+                mapped=mapped,
+                means=means,
                 store=True,
             )
             # The previous batch's values are read once this one is

@@ -100,9 +100,13 @@ def check_unique_documents(file: TrecFile) -> None:
     keys = file.query.astype(np.int64)
     keys *= max(len(file.docnos), 1)
     keys += file.docno
-    # A sort in place finds whether any key repeats, with one copy of the
-    # keys in memory; only a refusal needs the argsort that says where.
-    ordered = np.sort(keys)
+    # A sort finds whether any key repeats; only a refusal needs the argsort
+    # that says where. Query codes and docno codes both count up in order of
+    # first appearance, so a run grouped by query arrives with its keys
+    # nearly sorted, which the stable sort (a merge of sorted runs) passes
+    # through in about a millisecond per million lines where a quicksort
+    # takes 80; on shuffled lines it is a fifth slower (decision 0040).
+    ordered = np.sort(keys, kind="stable")
     if not (ordered[1:] == ordered[:-1]).any():
         return
     del ordered
@@ -133,7 +137,10 @@ def _group(query: np.ndarray, count: int, key: np.ndarray | None = None):
         composite = kept_query.astype(np.int64)
         composite *= int(key.max(initial=0)) + 1
         composite += key if every else key[keep]
-        order = np.argsort(composite)
+        # The keys are unique (duplicates were refused), so every sort gives
+        # this order, and the stable one is faster here: 57 against 91 ms on
+        # 1.5 million lines grouped by query.
+        order = np.argsort(composite, kind="stable")
         del composite
     if keep is not None:
         order = keep[order]

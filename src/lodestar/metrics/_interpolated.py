@@ -409,6 +409,7 @@ INTERPOLATED_PRECISION = _kernel.Formula(
     uses_order=True,
     labels="binary",
     nonnegative_labels=True,
+    mapped_option="recall",
 )
 ELEVEN_POINT_AVERAGE = _kernel.Formula(
     "eleven_point_average",
@@ -416,6 +417,7 @@ ELEVEN_POINT_AVERAGE = _kernel.Formula(
     uses_order=True,
     labels="binary",
     nonnegative_labels=True,
+    mean_of=(INTERPOLATED_PRECISION, "recall"),
 )
 
 

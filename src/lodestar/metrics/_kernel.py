@@ -103,6 +103,14 @@ class Formula:
         that), or ``"judged_nonrelevant"`` (a count of judged non-relevant
         items); None where no such key is known. :func:`lodestar.metrics.tie_range`
         and ``--tie-range`` read it.
+      mean_of: ``(formula, option)`` when the value is the mean of
+        ``formula``'s values at each value of the sequence ``option`` (11pt_avg
+        over iprec_at_recall's levels), so that a kernel asked for both
+        computes each level once; None otherwise.
+      mapped_option: An option over whose values several requests that
+        differ in nothing else run one after another in one loop
+        (``lax.map``), so that one's working memory is alive at a time
+        (iprec_at_recall's tie lattice at its eleven levels); None otherwise.
     """
 
     name: str
@@ -114,6 +122,8 @@ class Formula:
     labels: Literal["graded", "binary"] = "graded"
     nonnegative_labels: bool = False
     tie_key: Literal["relevance", "unjudged", "judged_nonrelevant"] | None = "relevance"
+    mean_of: tuple[Formula, str] | None = None
+    mapped_option: str | None = None
 
     def options(self, k: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
         """The options to call ``compute`` with for the requested cut-off ``k``."""
@@ -197,9 +207,13 @@ def _over_tiles(kernel):
 
 @_host.one_program_at_a_time
 @_executables.stored
-@functools.partial(jax.jit, static_argnames=("requests", "rank_k", "ignore_ties"))
+@functools.partial(
+    jax.jit, static_argnames=("requests", "rank_k", "ignore_ties", "mapped", "means")
+)
 @_over_tiles
-def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
+def evaluate_formulas(
+    scores, arrays, traced, *, requests, rank_k, ignore_ties, mapped=(), means=()
+):
     """Evaluate several formulas on one batch, sharing one ranking.
 
     Args:
@@ -211,6 +225,12 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
       requests: Per request, ``(formula, static options as sorted pairs)``.
       rank_k: The static cut-off the engine may exploit, or None.
       ignore_ties: Break ties by descending index.
+      mapped: Groups of requests (tuples of indices) of one formula that
+        differ only in its :attr:`Formula.mapped_option`, each evaluated in
+        one ``lax.map`` over that option's values.
+      means: Pairs ``(j, (i, ...))``: request ``j``'s value is the mean of
+        requests ``i, ...``'s values (see :attr:`Formula.mean_of`), which
+        the caller found to be its terms; ``j``'s formula is not evaluated.
       store: Keep the compiled kernel on disk (:mod:`lodestar._executables`):
         only for a batch that arrives ranked, whose kernel holds no host
         callback.
@@ -230,11 +250,28 @@ def evaluate_formulas(scores, arrays, traced, *, requests, rank_k, ignore_ties):
         order=arrays.get("order"),
     )
     lists = RankedLists(ranking, labels, valid, dtype, context)
-    values = []
-    for (formula, static), options in zip(requests, traced, strict=True):
-        options = dict(options)
-        k = options.pop("k")
-        values.append(formula.compute(lists, k, **dict(static), **options))
+    values: list[Any] = [None] * len(requests)
+    for group in mapped:
+        (formula, static), options = requests[group[0]], dict(traced[group[0]])
+        k, name = options.pop("k"), formula.mapped_option
+        del options[name]
+        over = jnp.stack([jnp.asarray(traced[i][name]) for i in group])
+
+        def at(value, formula=formula, static=static, k=k, options=options, name=name):
+            return formula.compute(lists, k, **dict(static), **options, **{name: value})
+
+        found = lax.map(at, over)
+        for place, i in enumerate(group):
+            values[i] = found[place]
+    skipped = {i for group in mapped for i in group} | {j for j, _ in means}
+    for j, ((formula, static), options) in enumerate(zip(requests, traced, strict=True)):
+        if j not in skipped:
+            options = dict(options)
+            k = options.pop("k")
+            values[j] = formula.compute(lists, k, **dict(static), **options)
+    for j, indices in means:
+        # As the formula's own mean: the terms stacked on the last axis.
+        values[j] = jnp.mean(jnp.stack([values[i] for i in indices], axis=-1), axis=-1)
     return tuple(values)
 
 
