@@ -349,10 +349,23 @@ def test_each_reported_name_once_first_wins():
 
 def test_buckets_keep_long_lists_apart():
     lengths = np.array([3] * 40 + [1000] + [20] * 5)
-    plan = batches.plan(lengths, batch_items=4096)
+    plan = batches.plan(lengths, batch_items=4096, merge_items=4096)
     assert [(b.width, len(b.queries), b.batches) for b in plan] == [(32, 45, 1), (1024, 1, 1)]
-    plan = batches.plan(lengths, batch_items=1 << 20)
+    plan = batches.plan(lengths, batch_items=1 << 20, merge_items=1 << 20)
     assert [(b.width, len(b.queries)) for b in plan] == [(1024, 46)]
+
+
+def test_buckets_merge_by_their_whole_size_and_are_cut_into_small_batches():
+    # Merging saves a kernel; a small batch keeps each kernel's scratch memory
+    # reused (decision 0040). A run of every length from 1 to 1,000 makes few
+    # shapes, as before batches were small.
+    lengths = np.array([3] * 40 + [1000] + [20] * 5)
+    plan = batches.plan(lengths, batch_items=4096)
+    assert [(b.width, len(b.queries), b.rows, b.batches) for b in plan] == [(1024, 46, 4, 12)]
+    lengths = np.random.default_rng(0).integers(1, 1001, 10_000)
+    plan = batches.plan(lengths)
+    assert len(plan) <= 3
+    assert all(b.rows * b.width <= batches.BATCH_ITEMS for b in plan)
 
 
 def test_results_do_not_depend_on_batching(tmp_path):

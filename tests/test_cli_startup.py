@@ -139,3 +139,52 @@ def test_a_profiler_of_the_program_gets_its_results(tmp_path):
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines()[-1].split("\t") == ["P@2".ljust(22), "all", "0.4792"]
     assert profile.stat().st_size > 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_the_program_keeps_its_kernel_scratch_memory_from_batch_to_batch(tmp_path):
+    # Every batch's scratch memory (18 MB for -m all_trec at 32 x 1,024) was
+    # mapped from the system and faulted in again page by page, a fifth of a
+    # TREC-depth run (decision 0040). With the allocator's thresholds fixed,
+    # 45 more batches fault in little more than their data.
+    import resource
+
+    import bench_cli
+
+    from lodestar import _executables, _startup
+
+    src = str(DATA.parents[1])
+    env = {**os.environ, "PYTHONPATH": src, "LODESTAR_COMPILATION_CACHE": str(tmp_path / "c")}
+    for name in _startup._ALLOCATOR_VARIABLES:
+        env.pop(name, None)
+
+    def faults(queries):
+        # The benchmark's TREC-depth files: with them the faults were seen.
+        directory = tmp_path / str(queries)
+        directory.mkdir()
+        qrels, run = bench_cli.write_files(str(directory), queries, 1000, 100)
+        command = [sys.executable, "-m", "lodestar", "evaluate", "-m", "all_trec"]
+        command += ["--trec-eval", "--ignore-ties", qrels, run]
+        subprocess.run(command, env=env, check=True, capture_output=True)  # compiles
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
+
+    few, many = faults(64), faults(1504)
+    import jax
+
+    with jax.enable_x64(True):
+        (kept,) = (tmp_path / "c" / _executables.SUBDIRECTORY).iterdir()
+        scratch = _executables._load(str(kept)).memory_analysis().temp_size_in_bytes
+    more_batches = (1504 - 64) // 32
+    # Faulting every batch's scratch afresh would add more_batches * pages.
+    assert many - few < more_batches * (scratch // 4096) / 2
+
+
+@pytest.mark.parametrize("variable", ["MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"])
+def test_an_allocator_the_user_tuned_is_left_as_it_is(monkeypatch, variable):
+    from lodestar import _startup
+
+    monkeypatch.setenv(variable, "glibc.malloc.trim_threshold=1")
+    assert _startup.keep_scratch_memory() is False

@@ -12,6 +12,7 @@ from Python loads nothing in the background.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 from lodestar import _interrupt, _terminal, evaluation
@@ -40,6 +41,48 @@ def configure_jax() -> None:
             _terminal.note(
                 f"LODESTAR_COMPILATION_CACHE={setting!r} cannot be written; compiling without it"
             )
+
+
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# The largest threshold glibc accepts (32 MiB on 64-bit), and room for two
+# such blocks before the heap's top is handed back.
+_MMAP_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 64 << 20
+_ALLOCATOR_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+
+
+def keep_scratch_memory() -> bool:
+    """Let the C library keep a kernel's scratch memory from one batch to the next.
+
+    XLA allocates each run's scratch memory afresh (under 32 MB a batch,
+    decision 0040). glibc maps such a block from the system, and hands it
+    back when it is freed, until its own estimate of a large block has
+    grown; with programs in flight on several threads it often never does,
+    and every batch then faults its scratch memory in again page by page: a
+    fifth of a TREC-depth ``-m all_trec``. Fixing the thresholds serves
+    blocks up to 32 MB from the heap and keeps them. A program's own
+    setting, like :func:`configure_jax`: the library never calls it. Not on
+    another C library, nor where the user set glibc's own variables.
+
+    Returns:
+      Whether the thresholds were set.
+    """
+    if not sys.platform.startswith("linux") or any(v in os.environ for v in _ALLOCATOR_VARIABLES):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        if not hasattr(libc, "gnu_get_libc_version"):  # musl has a mallopt that does nothing
+            return False
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # pragma: no cover - no C library to load
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(
+        mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+    )
 
 
 # The program (console) loads JAX on a thread while it reads the files; main()

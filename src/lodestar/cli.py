@@ -863,8 +863,9 @@ def console() -> None:
     JAX loads on a thread while the files are read. A closed pipe
     (``lodestar evaluate ... | head -1``) ends the program quietly, as it ends
     trec_eval; Ctrl-C exits with status 130 and one line instead of a
-    traceback. It sets float64 and JAX's persistent compilation cache for its
-    own process, which :func:`main` never does.
+    traceback. It sets float64, JAX's persistent compilation cache and the
+    C library's thresholds for large blocks for its own process, which
+    :func:`main` never does.
 
     Returns:
       Never: it exits the process with :func:`main`'s status (130 when
@@ -884,6 +885,7 @@ def console() -> None:
         sys.unraisablehook = _interrupt.quiet_swallowed_interrupt
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _startup.WithoutPandas())
+    _startup.keep_scratch_memory()
     try:
         # A Ctrl-C that a finaliser swallowed while the modules imported.
         _interrupt.raise_if_interrupted()

@@ -26,6 +26,11 @@ from lodestar._trec.join import RaggedLists
 # back to the system and faulting it in again, page by page, on every batch,
 # which cost a TREC-depth `-m all_trec` a third of its time (decision 0040).
 BATCH_ITEMS = 1 << 15
+# A bucket merges into the next wider one while all of both fit in this many
+# items: padding a few short lists costs less than compiling (or loading) one
+# more kernel. Larger than a batch, so that a run of lists of every length
+# still makes few shapes.
+MERGE_ITEMS = 1 << 20
 MIN_WIDTH = 8
 
 
@@ -62,8 +67,15 @@ class Batch(NamedTuple):
     items: dict[str, np.ndarray]
 
 
-def plan(lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS) -> list[Bucket]:
-    """The buckets of lists of these ``lengths``, narrow ones merged up."""
+def plan(
+    lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS, merge_items: int = MERGE_ITEMS
+) -> list[Bucket]:
+    """The buckets of lists of these ``lengths``, narrow ones merged up, cut into batches.
+
+    A bucket merges into the next wider one while both hold at most
+    ``merge_items`` items at the wider width; a batch holds about
+    ``batch_items``.
+    """
     widths = np.array([_shapes.bucket(int(n), MIN_WIDTH) for n in lengths], np.int64)
     buckets, carried = [], np.zeros(0, np.int64)
     distinct = np.unique(widths)
@@ -72,7 +84,7 @@ def plan(lengths: np.ndarray, *, batch_items: int = BATCH_ITEMS) -> list[Bucket]
         wider = int(distinct[index + 1]) if index + 1 < len(distinct) else None
         if wider is not None:
             merged = len(queries) + int((widths == wider).sum())
-            if merged * wider <= batch_items:
+            if merged * wider <= merge_items:
                 carried = queries
                 continue
         carried = np.zeros(0, np.int64)

@@ -225,10 +225,11 @@ def _mapped_groups(kernel_requests, traced) -> tuple[tuple[int, ...], ...]:
     for i, ((formula, static), (k, options)) in enumerate(
         zip(kernel_requests, traced, strict=True)
     ):
-        name = formula.mapped_option
-        if name is not None:
-            rest = tuple(sorted((o, v) for o, v in options.items() if o != name))
-            groups.setdefault((formula, static, k, rest), []).append(i)
+        names, chosen = formula.mapped_options, {**options, "k": k}
+        # A mapped option is stacked into an array: it must be a number.
+        if names and all(isinstance(chosen[n], (int, float)) for n in names):
+            rest = tuple(sorted((o, v) for o, v in chosen.items() if o not in names))
+            groups.setdefault((formula, static, rest), []).append(i)
     return tuple(tuple(group) for group in groups.values() if len(group) > 1)
 
 

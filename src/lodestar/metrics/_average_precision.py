@@ -31,7 +31,11 @@ def _average_precision(lists: _kernel.RankedLists, k):
 
 
 AVERAGE_PRECISION = _kernel.Formula(
-    "average_precision", _average_precision, labels="binary", nonnegative_labels=True
+    "average_precision",
+    _average_precision,
+    labels="binary",
+    nonnegative_labels=True,
+    mapped_options=("k",),
 )
 
 

@@ -70,6 +70,7 @@ UNJUDGED = _kernel.Formula(
     labels="binary",
     nonnegative_labels=True,
     tie_key="unjudged",
+    mapped_options=("k", "cutoff"),
 )
 
 

@@ -102,6 +102,7 @@ NDCG = _kernel.Formula(
     static=("gain", "cut_ideal"),
     # A judged pool is cut at the requested k, or not at all (decision 0017).
     with_cutoff=lambda k: {"cut_ideal": k is not None, "ideal_k": 0 if k is None else k},
+    mapped_options=("k", "ideal_k"),
     labels="graded",
     nonnegative_labels=True,
 )

@@ -118,7 +118,9 @@ def _hits(lists: _kernel.RankedLists, k):
 
 
 RECIPROCAL_RANK = _kernel.Formula("reciprocal_rank", _reciprocal_rank, labels="binary")
-HITS = _kernel.Formula("hits", _hits, labels="binary", nonnegative_labels=True)
+HITS = _kernel.Formula(
+    "hits", _hits, labels="binary", nonnegative_labels=True, mapped_options=("k",)
+)
 
 
 @_kernel.computes(RECIPROCAL_RANK)

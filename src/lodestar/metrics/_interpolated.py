@@ -409,7 +409,7 @@ INTERPOLATED_PRECISION = _kernel.Formula(
     uses_order=True,
     labels="binary",
     nonnegative_labels=True,
-    mapped_option="recall",
+    mapped_options=("recall",),
 )
 ELEVEN_POINT_AVERAGE = _kernel.Formula(
     "eleven_point_average",

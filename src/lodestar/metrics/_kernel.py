@@ -107,10 +107,12 @@ class Formula:
         ``formula``'s values at each value of the sequence ``option`` (11pt_avg
         over iprec_at_recall's levels), so that a kernel asked for both
         computes each level once; None otherwise.
-      mapped_option: An option over whose values several requests that
-        differ in nothing else run one after another in one loop
-        (``lax.map``), so that one's working memory is alive at a time
-        (iprec_at_recall's tie lattice at its eleven levels); None otherwise.
+      mapped_options: Traced options (``"k"`` among them) over whose values
+        several requests that differ in nothing else run one after another
+        in one loop (``lax.map``): one copy of the formula in the program
+        instead of one per request, and one request's working memory alive
+        at a time (iprec_at_recall's tie lattice at its eleven levels;
+        ``map_cut``'s nine cut-offs).
     """
 
     name: str
@@ -123,7 +125,7 @@ class Formula:
     nonnegative_labels: bool = False
     tie_key: Literal["relevance", "unjudged", "judged_nonrelevant"] | None = "relevance"
     mean_of: tuple[Formula, str] | None = None
-    mapped_option: str | None = None
+    mapped_options: tuple[str, ...] = ()
 
     def options(self, k: int | None, options: Mapping[str, Any]) -> dict[str, Any]:
         """The options to call ``compute`` with for the requested cut-off ``k``."""
@@ -226,8 +228,8 @@ def evaluate_formulas(
       rank_k: The static cut-off the engine may exploit, or None.
       ignore_ties: Break ties by descending index.
       mapped: Groups of requests (tuples of indices) of one formula that
-        differ only in its :attr:`Formula.mapped_option`, each evaluated in
-        one ``lax.map`` over that option's values.
+        differ only in its :attr:`Formula.mapped_options`, each evaluated
+        in one ``lax.map`` over those options' values.
       means: Pairs ``(j, (i, ...))``: request ``j``'s value is the mean of
         requests ``i, ...``'s values (see :attr:`Formula.mean_of`), which
         the caller found to be its terms; ``j``'s formula is not evaluated.
@@ -253,12 +255,12 @@ def evaluate_formulas(
     values: list[Any] = [None] * len(requests)
     for group in mapped:
         (formula, static), options = requests[group[0]], dict(traced[group[0]])
-        k, name = options.pop("k"), formula.mapped_option
-        del options[name]
-        over = jnp.stack([jnp.asarray(traced[i][name]) for i in group])
+        names = formula.mapped_options
+        over = {n: jnp.stack([jnp.asarray(traced[i][n]) for i in group]) for n in names}
 
-        def at(value, formula=formula, static=static, k=k, options=options, name=name):
-            return formula.compute(lists, k, **dict(static), **options, **{name: value})
+        def at(values, formula=formula, static=static, options=options):
+            chosen = {**options, **values}
+            return formula.compute(lists, chosen.pop("k"), **dict(static), **chosen)
 
         found = lax.map(at, over)
         for place, i in enumerate(group):

@@ -48,9 +48,16 @@ def _recall(lists: _kernel.RankedLists, k):
 
 
 PRECISION = _kernel.Formula(
-    "precision", _precision, with_cutoff=requested_cutoff, labels="binary", nonnegative_labels=True
+    "precision",
+    _precision,
+    with_cutoff=requested_cutoff,
+    labels="binary",
+    nonnegative_labels=True,
+    mapped_options=("k", "cutoff"),
 )
-RECALL = _kernel.Formula("recall", _recall, labels="binary", nonnegative_labels=True)
+RECALL = _kernel.Formula(
+    "recall", _recall, labels="binary", nonnegative_labels=True, mapped_options=("k",)
+)
 
 
 def _relevant(items: _rank_sums.Items, view: _rank_sums.RankView):

@@ -64,13 +64,20 @@ def _relative_precision(lists: _kernel.RankedLists, k, *, cutoff):
     return _kernel.ratio_or_zero(found, best)
 
 
-R_PRECISION = _kernel.Formula("r_precision", _r_precision, labels="binary", nonnegative_labels=True)
+R_PRECISION = _kernel.Formula(
+    "r_precision",
+    _r_precision,
+    labels="binary",
+    nonnegative_labels=True,
+    mapped_options=("multiple",),
+)
 RELATIVE_PRECISION = _kernel.Formula(
     "relative_precision",
     _relative_precision,
     with_cutoff=_precision.requested_cutoff,
     labels="binary",
     nonnegative_labels=True,
+    mapped_options=("k", "cutoff"),
 )
 
 
