@@ -368,6 +368,19 @@ def test_buckets_merge_by_their_whole_size_and_are_cut_into_small_batches():
     assert all(b.rows * b.width <= batches.BATCH_ITEMS for b in plan)
 
 
+def test_a_document_judged_nowhere_takes_no_judgment_of_the_query_before(tmp_path):
+    # Run documents are looked up by (query, code among the qrels' docnos);
+    # one the qrels never judge has no code (-1), and query * width - 1 is
+    # the key of the previous query's last judged docno: it must stay unjudged.
+    run = read.read_run(write(tmp_path, "r", "a Q0 x 1 2.0 t\nb Q0 new 1 1.0 t\n"))
+    qrels = read.read_qrels(write(tmp_path, "q", "a 0 x 0\na 0 y 2\nb 0 x 1\n"))
+    joined = join.join(qrels, run)
+    assert joined.query_ids == [b"a", b"b"]
+    assert joined.retrieved.items["grade"].tolist() == [0, 0]
+    assert joined.retrieved.items["pooled"].tolist() == [True, False]
+    assert joined.retrieved.items["judged"].tolist() == [True, False]
+
+
 def test_results_do_not_depend_on_batching(tmp_path):
     rng = np.random.default_rng(0)
     qrels, run = [], []

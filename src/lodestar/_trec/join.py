@@ -184,27 +184,30 @@ def join(
     qrels_query = _evaluated_codes(qrels, position)
     run_query = _evaluated_codes(run, position)
 
-    # Each qrels docno's code among the run's docnos (-1: never retrieved),
-    # then (query, docno) keys looked up in the sorted qrels keys. (pyarrow.compute
-    # makes its functions at import, where pyright cannot see them.)
+    # Each run docno's code among the qrels' docnos (-1: never judged), then
+    # (query, docno) keys looked up in the sorted qrels keys. The hash table
+    # is built over the qrels' docnos, the fewer: over a run's 1.5 million
+    # distinct docnos it took 276 ms, over its qrels' 150,000 30 ms.
+    # (pyarrow.compute makes its functions at import, where pyright cannot
+    # see them.)
     index_in = pc.index_in  # pyright: ignore[reportAttributeAccessIssue]
-    in_run = index_in(qrels.docnos, value_set=run.docnos)
-    in_run = _read.numpy_of(in_run, null=-1).astype(np.int64)
-    width = max(len(run.docnos), 1)
-    qrels_docno = in_run[qrels.docno] if len(qrels) else np.zeros(0, np.int64)
-    usable = (qrels_docno >= 0) & (qrels_query >= 0)
-    qrels_keys = qrels_query[usable].astype(np.int64) * width + qrels_docno[usable]
+    in_qrels = _read.numpy_of(index_in(run.docnos, value_set=qrels.docnos), null=-1)
+    width = max(len(qrels.docnos), 1)
+    usable = qrels_query >= 0
+    qrels_keys = qrels_query[usable].astype(np.int64) * width + qrels.docno[usable]
     qrels_grades = qrels.values[usable]
     by_key = np.argsort(qrels_keys)
     qrels_keys, qrels_grades = qrels_keys[by_key], qrels_grades[by_key]
     # A run holds millions of records, so its temporaries are made in place
     # and dropped as soon as they are used.
+    judged_docno = in_qrels[run.docno] if len(run) else np.zeros(0, np.int32)
+    pooled = (run_query >= 0) & (judged_docno >= 0)
     run_keys = run_query.astype(np.int64)
     run_keys *= width
-    run_keys += run.docno
+    run_keys += judged_docno
+    del judged_docno
     found = np.searchsorted(qrels_keys, run_keys)
     np.minimum(found, max(len(qrels_keys) - 1, 0), out=found)
-    pooled = run_query >= 0
     if len(qrels_keys):
         pooled &= qrels_keys[found] == run_keys
     del run_keys
