@@ -369,7 +369,12 @@ def smooth_training_table(series: list[dict]) -> str:
     return "\n".join(lines)
 
 
-CLI_WORKLOADS = {"small": "1,000 lines", "trec": "1,500 × 1,000", "large": "10,000 × 1,000"}
+CLI_WORKLOADS = {
+    "small": "1,000 lines",
+    "trec": "1,500 × 1,000",
+    "trec-distinct": "1,500 × 1,000, distinct docnos",
+    "large": "10,000 × 1,000",
+}
 
 
 # bench_cli.py's tools: the -m all_trec pair, and trec_eval's run of the default measures.
