@@ -44,7 +44,90 @@ def _lodestar(arguments, cache):
 
 
 def _kept(cache):
-    return sorted((Path(cache) / _executables.SUBDIRECTORY).iterdir())
+    directory = Path(cache) / _executables.SUBDIRECTORY
+    return sorted(p for p in directory.iterdir() if not p.name.startswith(_executables._RECENT))
+
+
+# Runs the program, saying on stderr which thread loads each kept kernel.
+_WATCHED = """
+import sys, threading
+from lodestar import _executables, cli
+load = _executables._load
+def watched(path):
+    print("LOAD", threading.current_thread().name, path.rsplit("/", 1)[-1], file=sys.stderr)
+    return load(path)
+_executables._load = watched
+sys.argv = ["lodestar", *sys.argv[1:]]
+cli.console()
+"""
+
+
+def _watched(arguments, cache):
+    """Run the program: ``(stdout, [(thread, file name) of every kernel it loads])``."""
+    env = {**os.environ, "PYTHONPATH": SRC, "LODESTAR_COMPILATION_CACHE": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", _WATCHED, *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    loads = [
+        tuple(line.split()[1:]) for line in done.stderr.splitlines() if line.startswith("LOAD")
+    ]
+    return done.stdout, loads
+
+
+def test_the_loader_thread_loads_the_kernels_the_last_run_used(tmp_path):
+    # While the main thread reads and joins, the loader thread loads the
+    # kernels that the last run of the same measures used (decision 0040).
+    cache = tmp_path / "cache"
+    first, _ = _watched(ALL_TREC, cache)
+    (kept,) = _kept(cache)
+    second, loads = _watched(ALL_TREC, cache)
+    assert second == first
+    assert loads == [("lodestar-load-jax", kept.name)]
+
+
+def test_a_wrong_guess_is_loaded_for_nothing_and_replaced(tmp_path):
+    # Another run of the same measures has other shapes: the guess is loaded
+    # and unused, the run's own kernel compiled and kept, and guessed next.
+    cache = tmp_path / "cache"
+    _watched(ALL_TREC, cache)
+    (small,) = _kept(cache)
+    rows = [f"q{q} Q0 d{d} 0 {d % 7} r" for q in range(3) for d in range(300)]
+    run = tmp_path / "run"
+    run.write_text("\n".join(rows) + "\n")
+    other = ["evaluate", str(DATA / "example.qrels"), str(run), "-m", "all_trec", "--trec-eval"]
+    expected, _ = _lodestar(other, tmp_path / "fresh")
+    out, loads = _watched(other, cache)
+    assert out == expected
+    (large,) = set(_kept(cache)) - {small}
+    assert ("lodestar-load-jax", small.name) in loads
+    assert ("MainThread", large.name) in loads
+    _, loads = _watched(other, cache)
+    assert loads == [("lodestar-load-jax", large.name)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"\xff not a list\n", b"../../etc/passwd\n" + b"0" * 64 + b"\n", b""],
+    ids=["bytes", "names", "empty"],
+)
+def test_a_damaged_guess_is_ignored_and_rewritten(tmp_path, text):
+    # Only names of kept kernels are ever loaded, and a guess that names
+    # none leaves the main thread to load its kernel, as with no guess.
+    cache = tmp_path / "cache"
+    expected, _ = _watched(ALL_TREC, cache)
+    (kept,) = _kept(cache)
+    (recent,) = (cache / _executables.SUBDIRECTORY).glob(_executables._RECENT + "*")
+    recent.write_bytes(text)
+    out, loads = _watched(ALL_TREC, cache)
+    assert out == expected
+    assert ("MainThread", kept.name) in loads
+    assert all(name in (kept.name, "0" * 64) for _, name in loads)
+    assert _watched(ALL_TREC, cache)[1] == [("lodestar-load-jax", kept.name)]
 
 
 def test_a_second_run_loads_the_kernel_without_tracing_it(tmp_path):

@@ -17,6 +17,7 @@ serialized, and only the TREC layer's batches arrive ranked (decision 0018).
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import hashlib
@@ -47,12 +48,70 @@ _directory: str | None = None
 # the loaded executable, as jit's own cache does for a traced one.
 _loaded: dict[Any, Any] = {}
 _lock = threading.Lock()
+# The program's guess (expect): the files the last run of the same command
+# used, each loading on the loader thread, by path; and what this run uses.
+_RECENT = "recent-"
+_recent_path: str | None = None
+_guessed: list[str] = []
+_used: list[str] = []
+_expected: dict[str, concurrent.futures.Future] = {}
 
 
 def keep_in(directory: str | os.PathLike | None) -> None:
     """Keep the kernels under ``directory``/:data:`SUBDIRECTORY`; None stops keeping them."""
     global _directory
     _directory = None if directory is None else os.path.join(os.fspath(directory), SUBDIRECTORY)
+
+
+def expect(command: str) -> Callable[[], None]:
+    """Guess the kernels of ``command`` from its last run; returns what loads them.
+
+    The program's loader thread calls this once JAX is imported, and calls
+    what it returns while the main thread is still reading and joining the
+    files: the files the last run of the same ``command`` (a text naming the
+    measures and definitions) used are then loaded by the time the
+    evaluation asks for them, or being loaded, and it waits for them rather
+    than loading them again. A guess that proves wrong (the run's shapes
+    changed) costs the loader thread's time only. This run's files become
+    the next run's guess. Decision 0040.
+    """
+    global _recent_path
+    directory = _directory
+    if directory is None:
+        return lambda: None
+    digest = hashlib.sha256(command.encode()).hexdigest()
+    _recent_path = os.path.join(directory, _RECENT + digest)
+    try:
+        with open(_recent_path, encoding="ascii") as file:
+            names = [n for n in file.read().split() if len(n) == 64 and n.isalnum()]
+    except (OSError, UnicodeDecodeError):
+        names = []
+    _guessed[:] = names
+    pending = {os.path.join(directory, name): concurrent.futures.Future() for name in names}
+    _expected.update(pending)
+
+    def load() -> None:
+        for path, future in pending.items():
+            future.set_result(_load(path))
+
+    return load
+
+
+def _remember(path: str) -> None:
+    """Add ``path`` to the files this command's next run will expect: those this run used."""
+    name = os.path.basename(path)
+    if _recent_path is None or name in _used:
+        return
+    _used.append(name)
+    if _used == _guessed[: len(_used)]:  # as guessed: nothing to write
+        return
+    try:
+        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(_recent_path), suffix=".partial")
+        with os.fdopen(handle, "w", encoding="ascii") as file:
+            file.write("\n".join(_used) + "\n")
+        os.replace(temporary, _recent_path)
+    except OSError:
+        return
 
 
 class _Unstable(Exception):
@@ -229,11 +288,13 @@ def stored(jitted: _Kernel) -> _Kernel:
                     except _Unstable:
                         return jitted(*args, **static)
                     path = os.path.join(directory, file_name)
-                    compiled = _load(path)
+                    guessed = _expected.pop(path, None)
+                    compiled = guessed.result() if guessed is not None else _load(path)
                     if compiled is None:
                         compiled, keepable = _compile(jitted, args, static)
                         if keepable:
                             _save(path, compiled)
+                    _remember(path)
                     _loaded[key] = compiled
         return compiled(*args)
 

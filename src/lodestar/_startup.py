@@ -112,7 +112,12 @@ class WithoutPandas:
         return None
 
 
-def _load_jax() -> None:
+# Set by the loader thread once JAX and lodestar's kernels are imported; it
+# may go on to load the kernels it expects (lodestar._executables.expect).
+_jax_imported = threading.Event()
+
+
+def _load_jax(command: str | None = None) -> None:
     """Import and configure JAX and lodestar's kernels, and warm up tracing.
 
     Run on a thread by :func:`start_loading_jax`, once the command line is
@@ -123,24 +128,40 @@ def _load_jax() -> None:
     (``tests/test_cli_startup.py`` checks this for every command). Tracing
     and lowering a small function here makes JAX's one-time set-up (the
     backend, MLIR's context and dialects) before the main thread needs it.
+
+    Then, with ``command`` (the measures and definitions), it loads the
+    compiled kernels that the last run of the same command used
+    (:func:`lodestar._executables.expect`), while the main thread still
+    reads and joins; the evaluation waits only for what it asks for.
     """
+    load_expected = None
     try:
         configure_jax()
         import jax
         import numpy as np
+        from jax.experimental import serialize_executable  # noqa: F401 - imported here, once
 
+        from lodestar import _executables
         from lodestar.metrics import _kernel  # noqa: F401
 
         jax.jit(lambda x: x + 1).trace(np.zeros(1)).lower()
+        if command is not None:
+            load_expected = _executables.expect(command)
     except Exception:  # noqa: BLE001 - the main thread imports again and reports it
         pass
+    finally:
+        _jax_imported.set()
+    if load_expected is not None:
+        load_expected()
 
 
-def start_loading_jax() -> None:
+def start_loading_jax(command: str | None = None) -> None:
     """Start :func:`_load_jax` on its thread, in the program (console) only."""
     global _loader
     if _load_in_background and _loader is None:
-        _loader = threading.Thread(target=_load_jax, name="lodestar-load-jax", daemon=True)
+        _loader = threading.Thread(
+            target=_load_jax, args=(command,), name="lodestar-load-jax", daemon=True
+        )
         _loader.start()
 
 
@@ -152,9 +173,11 @@ def jax_loaded(progress: _terminal.Progress, stage: str):
     """
 
     def ready() -> None:
-        if _loader is not None and _loader.is_alive():
+        if _loader is not None and not _jax_imported.is_set():
             progress.begin("loading JAX")
-            _loader.join()
+            # A loader that died without setting the event is not waited for.
+            while not _jax_imported.wait(0.05) and _loader.is_alive():
+                pass
             progress.begin(stage)
         _interrupt.raise_if_interrupted()
 

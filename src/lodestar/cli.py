@@ -588,6 +588,13 @@ def _json_options(args: argparse.Namespace, runid: bytes | None) -> dict:
     }
 
 
+def _kernel_guess(command: str, requests, definitions, args) -> str:
+    """What decides a command's kernels before its files are read, for the loader's guess."""
+    names = [r.name for r in requests]
+    options = [getattr(args, name, None) for name in ("complete", "tie_range", "single_precision")]
+    return repr((command, names, tuple(definitions), options, _judgment_groups(args)))
+
+
 def _run_evaluate(args: argparse.Namespace, out) -> int:
     _check_evaluate_arguments(args)
     requests = _requests(args)
@@ -595,7 +602,7 @@ def _run_evaluate(args: argparse.Namespace, out) -> int:
         raise UsageError("relstring is a line of the table; --json does not print it")
     definitions = _definitions(args)
     progress = _start(args, out)
-    _startup.start_loading_jax()
+    _startup.start_loading_jax(_kernel_guess("evaluate", requests, definitions, args))
     try:
         qrels = _read_qrels(args, definitions, progress)
         run = _open(args.run, evaluation.read_run, progress)
@@ -745,7 +752,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         raise UsageError("compare needs at least one measure")
     definitions = _definitions(args)
     progress = _start(args, out)
-    _startup.start_loading_jax()
+    _startup.start_loading_jax(_kernel_guess("compare", requests, definitions, args))
     try:
         qrels = _read_qrels(args, definitions, progress)
         runs = []
