@@ -112,7 +112,7 @@ def test_a_wrong_guess_is_loaded_for_nothing_and_replaced(tmp_path):
 
 @pytest.mark.parametrize(
     "text",
-    [b"\xff not a list\n", b"../../etc/passwd\n" + b"0" * 64 + b"\n", b""],
+    [b"\xff not a list\n", b"../../etc/passwd\n" + b"Z" * 64 + b"\n" + b"0" * 64 + b"\n", b""],
     ids=["bytes", "names", "empty"],
 )
 def test_a_damaged_guess_is_ignored_and_rewritten(tmp_path, text):

@@ -23,6 +23,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import sys
 import tempfile
 import threading
@@ -51,6 +52,7 @@ _lock = threading.Lock()
 # The program's guess (expect): the files the last run of the same command
 # used, each loading on the loader thread, by path; and what this run uses.
 _RECENT = "recent-"
+_KEPT_NAME = re.compile(r"[0-9a-f]{64}")
 _recent_path: str | None = None
 _guessed: list[str] = []
 _used: list[str] = []
@@ -83,7 +85,7 @@ def expect(command: str) -> Callable[[], None]:
     _recent_path = os.path.join(directory, _RECENT + digest)
     try:
         with open(_recent_path, encoding="ascii") as file:
-            names = [n for n in file.read().split() if len(n) == 64 and n.isalnum()]
+            names = [n for n in file.read().split() if _KEPT_NAME.fullmatch(n)]
     except (OSError, UnicodeDecodeError):
         names = []
     _guessed[:] = names
@@ -92,7 +94,11 @@ def expect(command: str) -> Callable[[], None]:
 
     def load() -> None:
         for path, future in pending.items():
-            future.set_result(_load(path))
+            compiled = None
+            try:
+                compiled = _load(path)
+            finally:  # never leave the evaluation waiting
+                future.set_result(compiled)
 
     return load
 
