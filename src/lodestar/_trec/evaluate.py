@@ -213,6 +213,11 @@ def _kernel_requests(requests: Sequence[Request], definitions: Definitions, max_
     return tuple(kernel_requests), traced
 
 
+def _request_key(formula, static, options: dict, without=()) -> tuple:
+    """A request's formula, static options and traced options (less ``without``), hashable."""
+    return formula, static, tuple(sorted((o, v) for o, v in options.items() if o not in without))
+
+
 def _mapped_groups(kernel_requests, traced) -> tuple[tuple[int, ...], ...]:
     """Requests of one formula that differ only in its mapped option.
 
@@ -228,8 +233,7 @@ def _mapped_groups(kernel_requests, traced) -> tuple[tuple[int, ...], ...]:
         names, chosen = formula.mapped_options, {**options, "k": k}
         # A mapped option is stacked into an array: it must be a number.
         if names and all(isinstance(chosen[n], (int, float)) for n in names):
-            rest = tuple(sorted((o, v) for o, v in chosen.items() if o not in names))
-            groups.setdefault((formula, static, rest), []).append(i)
+            groups.setdefault(_request_key(formula, static, chosen, names), []).append(i)
     return tuple(tuple(group) for group in groups.values() if len(group) > 1)
 
 
@@ -241,15 +245,11 @@ def _shared_means(kernel_requests, traced) -> tuple[tuple[int, tuple[int, ...]],
     ranking each level again, which under tie averaging took half of the
     kernel's time.
     """
-
-    def key(formula, static, k, options):
-        return formula, static, k, tuple(sorted(options.items()))
-
     index = {}
     for i, ((formula, static), (k, options)) in enumerate(
         zip(kernel_requests, traced, strict=True)
     ):
-        index.setdefault(key(formula, static, k, options), i)
+        index.setdefault(_request_key(formula, static, {**options, "k": k}), i)
     means = []
     for j, ((formula, static), (k, options)) in enumerate(
         zip(kernel_requests, traced, strict=True)
@@ -257,7 +257,10 @@ def _shared_means(kernel_requests, traced) -> tuple[tuple[int, tuple[int, ...]],
         if formula.mean_of is None:
             continue
         inner, name = formula.mean_of
-        terms = [index.get(key(inner, static, k, {**options, name: v})) for v in options[name]]
+        terms = [
+            index.get(_request_key(inner, static, {**options, "k": k, name: v}))
+            for v in options[name]
+        ]
         if terms and None not in terms:
             means.append((j, tuple(terms)))
     return tuple(means)

@@ -252,25 +252,28 @@ def evaluate_formulas(
         order=arrays.get("order"),
     )
     lists = RankedLists(ranking, labels, valid, dtype, context)
+
+    def compute(request, options):
+        (formula, static), options = request, dict(options)
+        return formula.compute(lists, options.pop("k"), **dict(static), **options)
+
     values: list[Any] = [None] * len(requests)
     for group in mapped:
-        (formula, static), options = requests[group[0]], dict(traced[group[0]])
-        names = formula.mapped_options
+        request, options = requests[group[0]], traced[group[0]]
+        names = request[0].mapped_options
         over = {n: jnp.stack([jnp.asarray(traced[i][n]) for i in group]) for n in names}
-
-        def at(values, formula=formula, static=static, options=options):
-            chosen = {**options, **values}
-            return formula.compute(lists, chosen.pop("k"), **dict(static), **chosen)
-
-        found = lax.map(at, over)
+        found = lax.map(
+            lambda chosen, request=request, options=options: compute(
+                request, {**options, **chosen}
+            ),
+            over,
+        )
         for place, i in enumerate(group):
             values[i] = found[place]
     skipped = {i for group in mapped for i in group} | {j for j, _ in means}
-    for j, ((formula, static), options) in enumerate(zip(requests, traced, strict=True)):
+    for j, (request, options) in enumerate(zip(requests, traced, strict=True)):
         if j not in skipped:
-            options = dict(options)
-            k = options.pop("k")
-            values[j] = formula.compute(lists, k, **dict(static), **options)
+            values[j] = compute(request, options)
     for j, indices in means:
         # As the formula's own mean: the terms stacked on the last axis.
         values[j] = jnp.mean(jnp.stack([values[i] for i in indices], axis=-1), axis=-1)
