@@ -48,13 +48,16 @@ def _kept(cache):
     return sorted(p for p in directory.iterdir() if not p.name.startswith(_executables._RECENT))
 
 
-# Runs the program, saying on stderr which thread loads each kept kernel.
+# Runs the program, saying on stderr which thread loads each kept kernel. Each
+# line is one write: print's separate writes of its parts interleave when both
+# threads load at once ("LOADLOAD ..."), and a line would be lost.
 _WATCHED = """
 import sys, threading
 from lodestar import _executables, cli
 load = _executables._load
 def watched(path):
-    print("LOAD", threading.current_thread().name, path.rsplit("/", 1)[-1], file=sys.stderr)
+    line = f"LOAD {threading.current_thread().name} {path.rsplit('/', 1)[-1]}\\n"
+    sys.stderr.write(line)
     return load(path)
 _executables._load = watched
 sys.argv = ["lodestar", *sys.argv[1:]]
@@ -74,8 +77,9 @@ def _watched(arguments, cache):
     )
     assert done.returncode == 0, done.stderr
     loads = [
-        tuple(line.split()[1:]) for line in done.stderr.splitlines() if line.startswith("LOAD")
+        tuple(line.split()[1:]) for line in done.stderr.splitlines() if line.startswith("LOAD ")
     ]
+    assert all(len(load) == 2 for load in loads), done.stderr
     return done.stdout, loads
 
 
