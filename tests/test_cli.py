@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import oracles
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lodestar import _files
 from lodestar._terminal import Progress
@@ -379,6 +381,62 @@ def test_a_document_judged_nowhere_takes_no_judgment_of_the_query_before(tmp_pat
     assert joined.retrieved.items["grade"].tolist() == [0, 0]
     assert joined.retrieved.items["pooled"].tolist() == [True, False]
     assert joined.retrieved.items["judged"].tolist() == [True, False]
+
+
+@given(
+    layout=st.sampled_from(["down", "up", "shuffled"]),
+    lists=st.lists(
+        st.lists(
+            st.tuples(
+                st.sampled_from([2.5, 1.0, 0.0, -0.0, -1.0, 1e300]),
+                st.text("ab\u00e9~0", min_size=1, max_size=3),
+            ),
+            max_size=12,
+            unique_by=lambda item: item[1],
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    complete=st.booleans(),
+    data=st.randoms(use_true_random=False),
+)
+@settings(max_examples=150, deadline=None)
+def test_ties_are_ranked_by_descending_docno_however_the_run_is_laid_out(
+    tmp_path_factory, layout, lists, complete, data
+):
+    # --ignore-ties ranks tied documents by descending docno, as trec_eval
+    # does. The join arranges only the tied documents when each query's
+    # scores run down (or up) the file, and every docno otherwise; either
+    # way the grades, one per document here, come out in trec_eval's order.
+    tmp_path = tmp_path_factory.mktemp("ties")
+    lines, grades = [], {}
+    for q, items in enumerate(lists):
+        if layout == "shuffled":
+            data.shuffle(items)
+        else:
+            items = sorted(items, key=lambda item: item[0], reverse=layout == "down")
+        for score, docno in items:
+            lines.append(f"q{q} Q0 {docno} 0 {score!r} t\n")
+            grades[(f"q{q}", docno)] = len(grades)
+    qrels = [f"{q} 0 {d} {g}\n" for (q, d), g in grades.items()] + ["z 0 d 1\n"]
+    joined = join.join(
+        read.read_qrels(write(tmp_path, "q", "".join(qrels))),
+        read.read_run(write(tmp_path, "r", "".join(lines))),
+        docno_order=True,
+        complete=complete,
+    )
+    offsets = joined.retrieved.offsets
+    for position, query in enumerate(joined.query_ids):
+        if query == b"z":  # judged, never retrieved: evaluated only when complete
+            assert complete and offsets[position] == offsets[position + 1]
+            continue
+        span = slice(offsets[position], offsets[position + 1])
+        score = joined.retrieved.items["score"][span]
+        grade = joined.retrieved.items["grade"][span]
+        ranked = sorted(range(len(score)), key=lambda i: (-score[i], -i))
+        by_docno = sorted(lists[int(query[1:])], key=lambda item: item[1].encode(), reverse=True)
+        trec_eval = sorted(by_docno, key=lambda item: -item[0])
+        assert [grade[i] for i in ranked] == [grades[(query.decode(), d)] for _, d in trec_eval]
 
 
 def test_results_do_not_depend_on_batching(tmp_path):
