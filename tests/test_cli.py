@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lodestar import _files
+from lodestar import _files, _ranking
 from lodestar._terminal import Progress
 from lodestar._trec import batches, join, names, read
 from lodestar._trec import evaluate as trec_evaluate
@@ -398,16 +398,18 @@ def test_a_document_judged_nowhere_takes_no_judgment_of_the_query_before(tmp_pat
         max_size=4,
     ),
     complete=st.booleans(),
+    docno_rank=st.booleans(),
     data=st.randoms(use_true_random=False),
 )
 @settings(max_examples=150, deadline=None)
 def test_ties_are_ranked_by_descending_docno_however_the_run_is_laid_out(
-    tmp_path_factory, layout, lists, complete, data
+    tmp_path_factory, layout, lists, complete, docno_rank, data
 ):
     # --ignore-ties ranks tied documents by descending docno, as trec_eval
     # does. The join arranges only the tied documents when each query's
     # scores run down (or up) the file, and every docno otherwise; either
-    # way the grades, one per document here, come out in trec_eval's order.
+    # way the grades, one per document here, come out in trec_eval's order,
+    # and so does relstring's order (score, then the item docno_rank).
     tmp_path = tmp_path_factory.mktemp("ties")
     lines, grades = [], {}
     for q, items in enumerate(lists):
@@ -424,6 +426,7 @@ def test_ties_are_ranked_by_descending_docno_however_the_run_is_laid_out(
         read.read_run(write(tmp_path, "r", "".join(lines))),
         docno_order=True,
         complete=complete,
+        docno_rank=docno_rank,
     )
     offsets = joined.retrieved.offsets
     for position, query in enumerate(joined.query_ids):
@@ -435,8 +438,11 @@ def test_ties_are_ranked_by_descending_docno_however_the_run_is_laid_out(
         grade = joined.retrieved.items["grade"][span]
         ranked = sorted(range(len(score)), key=lambda i: (-score[i], -i))
         by_docno = sorted(lists[int(query[1:])], key=lambda item: item[1].encode(), reverse=True)
-        trec_eval = sorted(by_docno, key=lambda item: -item[0])
-        assert [grade[i] for i in ranked] == [grades[(query.decode(), d)] for _, d in trec_eval]
+        trec_eval = [grades[(query.decode(), d)] for _, d in sorted(by_docno, key=lambda i: -i[0])]
+        assert [grade[i] for i in ranked] == trec_eval
+        if docno_rank:
+            docno = joined.retrieved.items["docno_rank"][span]
+            assert grade[_ranking.host_trec_order(score, docno)].tolist() == trec_eval
 
 
 def test_results_do_not_depend_on_batching(tmp_path):

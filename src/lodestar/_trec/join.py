@@ -206,8 +206,9 @@ def join(
       docno_order: Arrange each query's tied documents by ascending docno.
       single_precision: Round scores to float32 first, as trec_eval up to
         9.0.8 and pytrec_eval store them.
-      docno_rank: Also give each retrieved document its docno's place in
-        byte order (item ``docno_rank``), for trec_eval's order of ties.
+      docno_rank: Also give each retrieved document a number that orders
+        tied documents of a query as their docnos' byte order does (item
+        ``docno_rank``), for trec_eval's order of ties.
 
     Returns:
       A :class:`Joined`.
@@ -257,7 +258,7 @@ def join(
     scores = run.values.astype(np.float32).astype(np.float64) if single_precision else run.values
     ranks = None
     offsets = order = grouped_scores = None
-    if docno_order and not docno_rank:
+    if docno_order:
         offsets, order = _group(run_query, len(evaluated))
         grouped_scores = scores[order]
         if not _order_ties_by_docno(order, offsets, grouped_scores, run):
@@ -276,7 +277,10 @@ def join(
         "judged": (pooled & (grade >= 0))[order],
         "pooled": pooled[order],
     }
-    if docno_rank:
+    if docno_rank and grouped_scores is not None:
+        # Tied documents sit in docno order: their places order them as their docnos do.
+        items["docno_rank"] = np.arange(len(order))
+    elif docno_rank:
         items["docno_rank"] = ranks[order] if ranks is not None else np.zeros(0, np.int64)
     retrieved = RaggedLists(offsets, items)
     judgment_offsets, judgment_order = _group(qrels_query, len(evaluated))
