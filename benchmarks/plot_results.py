@@ -37,7 +37,7 @@ SOURCES = {
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
     "smooth_training": "cpu_smooth_20261204.json",
-    "cli": "cpu_cli_20261205b.json",
+    "cli": "cpu_cli_20261205c.json",
     "ltr": "cpu_ltr_20261203.json",
     "long_ties": "cpu_long_ties_20261205.json",
     "python_api": "cpu_python_api_20261205.json",
