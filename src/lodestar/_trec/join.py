@@ -174,8 +174,9 @@ def _order_ties_by_docno(
     same = inside & (step == 0)  # -0.0 == 0.0: the two tie, as in the ranking
     if not same.any():
         return True
-    starts = np.concatenate(([False], same)) < np.concatenate((same, [False]))
-    tied = np.flatnonzero(np.concatenate(([False], same)) | starts)
+    with_previous = np.concatenate(([False], same))
+    starts = np.concatenate((same, [False])) & ~with_previous  # each tied block's first
+    tied = np.flatnonzero(with_previous | starts)
     block = np.cumsum(starts[tied])
     docnos = run.docnos.take(run.docno[order[tied]])
     # pyarrow.compute makes its functions at import, where pyright cannot see them.
@@ -256,32 +257,35 @@ def join(
     del found
 
     scores = run.values.astype(np.float32).astype(np.float64) if single_precision else run.values
-    ranks = None
-    offsets = order = grouped_scores = None
+    # (offsets, order, grouped scores), once each query's tied documents are
+    # arranged by docno among their neighbours; otherwise every docno is ranked.
+    grouped = None
     if docno_order:
         offsets, order = _group(run_query, len(evaluated))
-        grouped_scores = scores[order]
-        if not _order_ties_by_docno(order, offsets, grouped_scores, run):
-            offsets = order = grouped_scores = None  # scores out of order: every docno ranked
-    if offsets is None and (docno_order or docno_rank) and len(run.docnos):
+        grouped_scores = scores[order]  # tied documents share a score: arranging keeps it
+        if _order_ties_by_docno(order, offsets, grouped_scores, run):
+            grouped = offsets, order, grouped_scores
+    ranks = None
+    if grouped is None and (docno_order or docno_rank) and len(run.docnos):
         ranks = np.empty(len(run.docnos), np.int32)
         # pyarrow.compute makes its functions at import, where pyright cannot see them.
         by_docno = pc.sort_indices(run.docnos)  # pyright: ignore[reportAttributeAccessIssue]
         ranks[_read.numpy_of(by_docno)] = np.arange(len(run.docnos))
         ranks = ranks[run.docno]
-    if offsets is None or order is None:
+    if grouped is None:
         offsets, order = _group(run_query, len(evaluated), ranks if docno_order else None)
+        grouped = offsets, order, scores[order]
+    offsets, order, grouped_scores = grouped
     items = {
-        "score": scores[order] if grouped_scores is None else grouped_scores,
+        "score": grouped_scores,
         "grade": grade[order],
         "judged": (pooled & (grade >= 0))[order],
         "pooled": pooled[order],
     }
-    if docno_rank and grouped_scores is not None:
-        # Tied documents sit in docno order: their places order them as their docnos do.
-        items["docno_rank"] = np.arange(len(order))
-    elif docno_rank:
-        items["docno_rank"] = ranks[order] if ranks is not None else np.zeros(0, np.int64)
+    if docno_rank:
+        # Without ranks, ties sit in docno order (or there are no documents):
+        # their places order them as their docnos do.
+        items["docno_rank"] = np.arange(len(order)) if ranks is None else ranks[order]
     retrieved = RaggedLists(offsets, items)
     judgment_offsets, judgment_order = _group(qrels_query, len(evaluated))
     judgments = RaggedLists(judgment_offsets, {"grade": qrels.values[judgment_order]})
