@@ -184,6 +184,75 @@ def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
         np.testing.assert_array_equal(batched, top)
 
 
+def _real_values_descending_then_padding(values, valid):
+    """descending_values' reference: real values high to low, 0 per padding slot, NaN last."""
+    rows = []
+    n = values.shape[-1]
+    for row, real in zip(values.reshape(-1, n), valid.reshape(-1, n), strict=True):
+        kept = row[real]
+        nan = np.isnan(kept)
+        rows.append(
+            np.concatenate(
+                [np.sort(kept[~nan])[::-1], np.zeros((~real).sum(), row.dtype), kept[nan]]
+            )
+        )
+    return np.array(rows).reshape(values.shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("host", [True, False])
+def test_descending_values_put_padding_after_the_real_values(monkeypatch, host, dtype):
+    # A real -inf sorts with the padding's key and a NaN after it: each must
+    # keep its place beside the padding (the argsort it replaces leaves them so).
+    monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
+    rng = np.random.default_rng(5)
+    choices = [0.0, -0.0, 1.0, 2.5, -1.0, np.inf, -np.inf, np.nan, 3.0]
+    values = rng.choice(choices, size=(4, 6, 70)).astype(dtype)
+    valid = rng.random((4, 6, 70)) < rng.random((4, 6, 1))
+    valid[0, 0] = True  # a list without padding
+    valid[0, 1] = False  # a list of padding only
+    want = _real_values_descending_then_padding(values, valid)
+    got = jax.jit(_ranking.descending_values)(values, valid)
+    assert got.dtype == values.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(jax.vmap(_ranking.descending_values)(values, valid), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("host", [True, False])
+def test_ideal_dcg_from_sorted_gains_is_bitwise_the_argsort_gathers(monkeypatch, host, dtype):
+    # The ideal DCG sorts the gains instead of gathering them by an argsort
+    # (decision 0041); every position holds the same value, so the sum is
+    # bitwise the same, NaN, infinity, signed zeros and padding included.
+    monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
+    rng = np.random.default_rng(6)
+    gains = rng.choice([0.0, -0.0, 1.0, 1 / 3, 7.0, 0.1, np.inf], size=(60, 100)).astype(dtype)
+    gains[:20] = np.abs(rng.normal(size=(20, 100)))
+    gains[20, 5] = np.nan
+    valid = rng.random((60, 100)) < rng.random((60, 1))
+
+    def gathered(gains, valid, k):
+        table = _gains.discount_table(100, k=k, log_base=2.0, dtype=gains.dtype)
+        order = _ranking.descending_order(gains, valid)
+        ordered = jnp.take_along_axis(jnp.where(valid, gains, 0), order, axis=-1)
+        return jnp.sum(ordered * jnp.diff(table), axis=-1)
+
+    sorted_route = jax.jit(lambda g, v, k: _gains.ideal_dcg(g, v, k=k))
+    for k in (1, 5, 10, 100, 103):
+        got = np.asarray(sorted_route(gains, valid, k))
+        want = np.asarray(jax.jit(gathered)(gains, valid, k))
+        assert np.isnan(got[20]) and np.isinf(got).any()
+        # A NaN's sign bit is not a value; every other bit must match.
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        number = ~np.isnan(got)
+        np.testing.assert_array_equal(got[number].view(np.uint8), want[number].view(np.uint8))
+    # Gains that depend on what is trained keep the gather's gradient.
+    finite = np.where(np.isfinite(gains), gains, 2.0)
+    got_grad = jax.grad(lambda g: jnp.sum(sorted_route(g, valid, 10)))(finite)
+    want_grad = jax.grad(lambda g: jnp.sum(gathered(g, valid, 10)))(finite)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("k", [1, 2, 5, 16, 17])
 def test_count_of_the_kth_largest_reads_runs_of_every_length(k):
     # Runs of the k-th value from none to the whole row, beyond the steps the
@@ -264,6 +333,7 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
     whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
     whole_order = _ranking.host_argsort(-scores)
     whole_largest = _ranking._host_largest_values(scores, k=2, count_kth=True)
+    whole_values = _ranking.host_descending_values(scores, valid)
     monkeypatch.setattr(_host, "CHUNK_ITEMS", 7)
     monkeypatch.setattr(_host, "THREADS", threads)
     monkeypatch.setattr(_host, "MIN_ITEMS_PER_THREAD", 1)
@@ -279,6 +349,7 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
         _ranking._host_largest_values(scores, k=2, count_kth=True), whole_largest, strict=True
     ):
         np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(_ranking.host_descending_values(scores, valid), whole_values)
 
 
 def test_host_threads_raise_a_chunks_failure(monkeypatch):

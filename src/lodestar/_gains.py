@@ -170,8 +170,7 @@ def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
         top = jnp.where(top_gains == -jnp.inf, 0, top_gains)
         return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
     if n >= _ranking.ORDER_BY_SORT_MIN_N:
-        order = _ranking.descending_order(gains, valid)
-        ordered = jnp.take_along_axis(jnp.where(valid, gains, 0), order, axis=-1)
+        ordered = _ranking.descending_values(gains, valid)
         return jnp.sum(ordered * jnp.diff(table), axis=-1)
     return _ranking.block_weighted_sum(gains, gains, valid, table)
 

@@ -48,8 +48,7 @@ def sorted_ideal_gains(lists: _kernel.RankedLists, gain) -> jax.Array:
     if "sorted_ideal_gains" in lists.context and gain == "linear":
         return jnp.maximum(lists.context["sorted_ideal_gains"].astype(lists.dtype), 0)
     gains, valid = ideal_pool(lists, gain)
-    order = _ranking.descending_order(gains, valid)
-    return jnp.take_along_axis(gains, order, axis=-1)
+    return _ranking.descending_values(gains, valid)
 
 
 def _ideal(lists: _kernel.RankedLists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
