@@ -32,7 +32,7 @@ PLOTS = ROOT / "docs" / "_static" / "benchmarks"
 
 # The results each part of the page shows.
 SOURCES = {
-    "exact": "cpu_exact_20261205.json",
+    "exact": "cpu_exact_20261205b.json",
     "exact_large": "cpu_exact_20261130_large.json",
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",

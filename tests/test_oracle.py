@@ -185,7 +185,7 @@ def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
 
 
 def _real_values_descending_then_padding(values, valid):
-    """descending_values' reference: real values high to low, 0 per padding slot, NaN last."""
+    """descending_gains' reference: real values high to low, 0 per padding slot, NaN last."""
     rows = []
     n = values.shape[-1]
     for row, real in zip(values.reshape(-1, n), valid.reshape(-1, n), strict=True):
@@ -201,7 +201,7 @@ def _real_values_descending_then_padding(values, valid):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
 @pytest.mark.parametrize("host", [True, False])
-def test_descending_values_put_padding_after_the_real_values(monkeypatch, host, dtype):
+def test_descending_gains_put_padding_after_the_real_values(monkeypatch, host, dtype):
     # A real -inf sorts with the padding's key and a NaN after it: each must
     # keep its place beside the padding (the argsort it replaces leaves them so).
     monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
@@ -212,10 +212,10 @@ def test_descending_values_put_padding_after_the_real_values(monkeypatch, host, 
     valid[0, 0] = True  # a list without padding
     valid[0, 1] = False  # a list of padding only
     want = _real_values_descending_then_padding(values, valid)
-    got = jax.jit(_ranking.descending_values)(values, valid)
+    got = jax.jit(_gains.descending_gains)(values, valid)
     assert got.dtype == values.dtype
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(jax.vmap(_ranking.descending_values)(values, valid), want)
+    np.testing.assert_array_equal(jax.vmap(_gains.descending_gains)(values, valid), want)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -333,7 +333,7 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
     whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
     whole_order = _ranking.host_argsort(-scores)
     whole_largest = _ranking._host_largest_values(scores, k=2, count_kth=True)
-    whole_values = _ranking.host_descending_values(scores, valid)
+    whole_values = _gains.host_descending_gains(scores, valid)
     monkeypatch.setattr(_host, "CHUNK_ITEMS", 7)
     monkeypatch.setattr(_host, "THREADS", threads)
     monkeypatch.setattr(_host, "MIN_ITEMS_PER_THREAD", 1)
@@ -349,7 +349,7 @@ def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, 
         _ranking._host_largest_values(scores, k=2, count_kth=True), whole_largest, strict=True
     ):
         np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(_ranking.host_descending_values(scores, valid), whole_values)
+    np.testing.assert_array_equal(_gains.host_descending_gains(scores, valid), whole_values)
 
 
 def test_host_threads_raise_a_chunks_failure(monkeypatch):

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _ranking, _registry, _validation
+from lodestar import _host, _ranking, _registry, _validation
 
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
@@ -138,6 +138,65 @@ def discount_at(rank: jax.Array, log_base) -> jax.Array:
     return 1 / (jnp.log(rank + 1) / log_of_base)
 
 
+def descending_gains(values: jax.Array, valid: jax.Array) -> jax.Array:
+    """Each list's real values in descending order, then a 0 per padding slot.
+
+    The ideal DCG's gains in order: one sort, where :func:`_ranking.descending_order`
+    takes an argsort and a gather, with the same value at every position
+    (decision 0041). Differentiated, the tangents are gathered by that
+    argsort. Integers are ordered as float32, as the argsort orders them.
+    """
+    if not jnp.issubdtype(values.dtype, jnp.floating):
+        values = values.astype(jnp.float32)
+    return _sorted_values(values, valid)
+
+
+@jax.custom_jvp
+def _sorted_values(values: jax.Array, valid: jax.Array) -> jax.Array:
+    if _ranking._host_sort_applies():
+        result = (_host.result_type(values, values.dtype),)
+        return _host.call(lambda v, m: (host_descending_gains(v, m),), result, values, valid)[0]
+    ordered = -jnp.sort(jnp.where(valid, -values, jnp.inf), axis=-1)
+    start = jnp.sum(valid & ~jnp.isnan(values), axis=-1, keepdims=True)
+    stop = start + jnp.sum(~valid, axis=-1, keepdims=True)
+    position = lax.broadcasted_iota(jnp.int32, values.shape, values.ndim - 1)
+    return jnp.where((position >= start) & (position < stop), 0, ordered)
+
+
+@_sorted_values.defjvp
+def _sorted_values_jvp(primals, tangents):
+    values, valid = primals
+    order = _ranking.descending_order(values, valid)
+    values_dot = jnp.take_along_axis(jnp.where(valid, tangents[0], 0), order, axis=-1)
+    return _sorted_values(values, valid), values_dot
+
+
+def host_descending_gains(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """:func:`descending_gains` in NumPy, a chunk of rows at a time over the host threads."""
+    values, valid = np.asarray(values), np.asarray(valid)
+    n = values.shape[-1]
+    flat, flat_valid = values.reshape(-1, n), valid.reshape(-1, n)
+    ordered = np.empty_like(flat)
+
+    def work(rows):
+        real = flat_valid[rows]
+        key = np.where(real, -flat[rows], np.inf)
+        key.sort(axis=-1)
+        np.negative(key, out=key)
+        padding = n - np.count_nonzero(real, axis=-1)
+        # Padding's key, +inf, sorts with a real -inf's and before a NaN's,
+        # so it follows the real values that are not NaN. It is placed here,
+        # not in XLA, which sums boolean rows of over 32 items slowly.
+        if padding.any():
+            start = np.count_nonzero(real & ~np.isnan(flat[rows]), axis=-1)[:, None]
+            position = np.arange(n)
+            key[(position >= start) & (position < start + padding[:, None])] = 0
+        ordered[rows] = key
+
+    _host.for_row_chunks(work, flat.shape[0], n)
+    return ordered.reshape(values.shape)
+
+
 def ideal_candidates(gains: jax.Array, valid: jax.Array) -> jax.Array:
     """The gains an ideal ranking orders, padding at -inf so that it comes last."""
     return jnp.where(valid, gains, -jnp.inf)
@@ -170,7 +229,7 @@ def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
         top = jnp.where(top_gains == -jnp.inf, 0, top_gains)
         return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
     if n >= _ranking.ORDER_BY_SORT_MIN_N:
-        ordered = _ranking.descending_values(gains, valid)
+        ordered = descending_gains(gains, valid)
         return jnp.sum(ordered * jnp.diff(table), axis=-1)
     return _ranking.block_weighted_sum(gains, gains, valid, table)
 

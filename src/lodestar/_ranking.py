@@ -68,9 +68,9 @@ TOPK_ALWAYS_N = 384
 # lax.top_k's n * k comparisons lose to the threaded host sort above this k.
 TOPK_MAX_K_XLA = 64
 # From this length on, the NDCG ideal orders the gains with one sort
-# (descending_values) instead of a second counting pass; up to 32 items the
-# pass is cheaper (XLA's fast reductions, _CHUNK). Decisions 0004 and 0041
-# record the measurements.
+# (_gains.descending_gains) instead of a second counting pass; up to 32 items
+# the pass is cheaper (XLA's fast reductions, _CHUNK). Decisions 0004 and
+# 0041 record the measurements.
 ORDER_BY_SORT_MIN_N = 33
 # XLA:CPU reduces a boolean comparison over a last axis of up to 32 elements
 # much faster than over 33 or more, so comparisons are summed in slices of
@@ -483,10 +483,8 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
     """Indices that order each list's real values descending, padding last.
 
     The order among equal values is unspecified. On CPU this is NumPy's
-    argsort behind :func:`jax.pure_callback` where ``_host_sort_applies``
-    (values pass through ``stop_gradient``; the indices carry no gradient
-    anyway); elsewhere it is XLA's. Used for the ideal DCG, which only needs
-    the gains in order.
+    argsort behind :func:`jax.pure_callback` where ``_host_sort_applies``;
+    elsewhere XLA's. The indices carry no gradient.
     """
     # The key keeps the values' own float dtype: a float32 key would merge
     # float64 gains closer than float32 resolution and misorder them.
@@ -494,80 +492,9 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
     if not jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(jnp.float32)
     key = jnp.where(valid, -values, jnp.inf)
-
     if not _host_sort_applies():
         return jnp.argsort(key, axis=-1).astype(jnp.int32)
     return _host.call(lambda k: (host_argsort(k),), (_host.result_type(key, jnp.int32),), key)[0]
-
-
-def descending_values(values: jax.Array, valid: jax.Array) -> jax.Array:
-    """Each list's real values in descending order, then a 0 for each padding slot.
-
-    What the ideal DCG needs: the gains in order, not which items hold them.
-    One sort of the values is cheaper than :func:`descending_order`'s argsort
-    and the gather after it (decision 0041), and gives the same values at the
-    same positions: equal values are interchangeable, a real ``-inf`` comes
-    before the padding and a NaN after it, as that argsort leaves them.
-    On CPU the sort is NumPy's behind :func:`jax.pure_callback` where
-    ``_host_sort_applies``; elsewhere XLA's. Differentiated, the values'
-    tangents are gathered by that argsort, so gradients are the gather's; it
-    runs only then. Integers are ordered as float32, as the argsort does.
-    """
-    if not jnp.issubdtype(values.dtype, jnp.floating):
-        values = values.astype(jnp.float32)
-    return _sorted_values(values, valid)
-
-
-@jax.custom_jvp
-def _sorted_values(values: jax.Array, valid: jax.Array) -> jax.Array:
-    if _host_sort_applies():
-        result = (_host.result_type(values, values.dtype),)
-        return _host.call(lambda v, m: (host_descending_values(v, m),), result, values, valid)[0]
-    # Padding's key, +inf, sorts with a real -inf's and before a NaN's: the
-    # count of real values that are not NaN says where the padding starts.
-    ordered = -jnp.sort(jnp.where(valid, -values, jnp.inf), axis=-1)
-    padding_start = jnp.sum(valid & ~jnp.isnan(values), axis=-1, keepdims=True)
-    padding_end = padding_start + jnp.sum(~valid, axis=-1, keepdims=True)
-    position = lax.broadcasted_iota(jnp.int32, values.shape, values.ndim - 1)
-    return jnp.where((position >= padding_start) & (position < padding_end), 0, ordered)
-
-
-@_sorted_values.defjvp
-def _sorted_values_jvp(primals, tangents):
-    values, valid = primals
-    values_dot = tangents[0]
-    order = descending_order(values, valid)
-    values_dot = jnp.take_along_axis(jnp.where(valid, values_dot, 0), order, axis=-1)
-    return _sorted_values(values, valid), values_dot
-
-
-def host_descending_values(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """:func:`descending_values` in NumPy, a chunk of rows at a time over the host threads.
-
-    The padding is placed here rather than in XLA, which sums a boolean row
-    of more than 32 items slowly (``_CHUNK``); most chunks have none.
-    """
-    values, valid = np.asarray(values), np.asarray(valid)
-    n = values.shape[-1]
-    flat, flat_valid = values.reshape(-1, n), valid.reshape(-1, n)
-    ordered = np.empty_like(flat)
-
-    def work(rows):
-        real = flat_valid[rows]
-        key = np.where(real, -flat[rows], np.inf)
-        key.sort(axis=-1)
-        np.negative(key, out=key)
-        padding = n - np.count_nonzero(real, axis=-1)
-        if padding.any():
-            # Padding's key, +inf, sorted with a real -inf's and before a
-            # NaN's: the real values that are not NaN come before it.
-            start = np.count_nonzero(real & ~np.isnan(flat[rows]), axis=-1)[:, None]
-            position = np.arange(n)
-            key[(position >= start) & (position < start + padding[:, None])] = 0
-        ordered[rows] = key
-
-    _host.for_row_chunks(work, flat.shape[0], n)
-    return ordered.reshape(values.shape)
 
 
 def host_rank_order(above: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _gains, _rank_sums, _ranking, _validation
+from lodestar import _gains, _rank_sums, _validation
 from lodestar.metrics import _kernel
 
 
@@ -48,7 +48,7 @@ def sorted_ideal_gains(lists: _kernel.RankedLists, gain) -> jax.Array:
     if "sorted_ideal_gains" in lists.context and gain == "linear":
         return jnp.maximum(lists.context["sorted_ideal_gains"].astype(lists.dtype), 0)
     gains, valid = ideal_pool(lists, gain)
-    return _ranking.descending_values(gains, valid)
+    return _gains.descending_gains(gains, valid)
 
 
 def _ideal(lists: _kernel.RankedLists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
