@@ -151,16 +151,13 @@ def print_report(report: dict) -> None:
     print(f"{'':46} {'ms':>8} {'x np.sort':>10}")
     for key, label in ROWS:
         print(f"{label:46} {fmt_ms(report['ms'][key]):>8} {report['over_np_sort'][key]:>9.2f}x")
-    for measure_name, floor_key, lodestar_key in (
-        ("NDCG@k", "floor_ndcg_at_k", "lodestar_ndcg_at_k"),
-        ("NDCG", "floor_ndcg", "lodestar_ndcg"),
-    ):
-        bar = BARS["ndcg_at_k" if floor_key.endswith("_at_k") else "ndcg"]
-        floor = report["over_np_sort"][floor_key]
+    for measure_name, measure in (("NDCG@k", "ndcg_at_k"), ("NDCG", "ndcg")):
+        bar = BARS[measure]
+        floor = report["over_np_sort"][f"floor_{measure}"]
         print(
             f"{measure_name}: bar {bar:g}x np.sort; the floor takes {floor:.2f}x"
             f" ({floor / bar:.0%} of the bar) before counting ties or summing gains;"
-            f" lodestar {report['over_np_sort'][lodestar_key]:.2f}x"
+            f" lodestar {report['over_np_sort'][f'lodestar_{measure}']:.2f}x"
         )
 
 

@@ -179,8 +179,8 @@ def host_descending_gains(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
     ordered = np.empty_like(flat)
 
     def work(rows):
-        real = flat_valid[rows]
-        key = np.where(real, -flat[rows], np.inf)
+        chunk, real = flat[rows], flat_valid[rows]
+        key = np.where(real, -chunk, np.inf)
         key.sort(axis=-1)
         np.negative(key, out=key)
         padding = n - np.count_nonzero(real, axis=-1)
@@ -188,7 +188,7 @@ def host_descending_gains(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
         # so it follows the real values that are not NaN. It is placed here,
         # not in XLA, which sums boolean rows of over 32 items slowly.
         if padding.any():
-            start = np.count_nonzero(real & ~np.isnan(flat[rows]), axis=-1)[:, None]
+            start = np.count_nonzero(real & ~np.isnan(chunk), axis=-1)[:, None]
             position = np.arange(n)
             key[(position >= start) & (position < start + padding[:, None])] = 0
         ordered[rows] = key
