@@ -1,16 +1,23 @@
-"""Kernels kept on disk whole (lodestar._executables, decision 0038).
+"""Kernels kept on disk as exported programs (lodestar._executables, decision 0038).
 
-A second ``lodestar evaluate`` of a run of the same shape loads the compiled
-kernel without tracing or lowering it, and prints what the first printed. A
-kept file that is damaged, or that JAX's own cache would have handed back, must
-never change an answer.
+A second ``lodestar evaluate`` of a run of the same shape loads the kept
+program without tracing the kernel, and prints what the first printed. What
+the store reads is data, checked against the key it was made for: a planted,
+swapped, damaged or ill-fitting file must never run code or change an answer,
+and a directory that other users can write is not used at all.
 """
 
 import functools
+import hashlib
+import json
 import os
+import pickle
 import re
+import shutil
+import stat
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -23,13 +30,14 @@ ARGUMENTS = ["evaluate", str(DATA / "example.qrels"), str(DATA / "example.run")]
 ALL_TREC = [*ARGUMENTS, "-m", "all_trec", "--trec-eval"]
 
 
-def _lodestar(arguments, cache):
-    """Run the program with ``cache`` as its cache: ``(stdout, the kernels it traced)``."""
+def _program(arguments, cache, **env):
+    """Run the program with ``cache`` as its cache: the finished process."""
     env = {
         **os.environ,
         "PYTHONPATH": SRC,
         "LODESTAR_COMPILATION_CACHE": str(cache),
         "JAX_LOG_COMPILES": "1",
+        **env,
     }
     done = subprocess.run(
         [sys.executable, "-m", "lodestar", *arguments],
@@ -39,8 +47,28 @@ def _lodestar(arguments, cache):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    traced = len(re.findall(r"Finished tracing.* evaluate_formulas ", done.stderr))
-    return done.stdout, traced
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
+
+
+def _traced(done) -> int:
+    """How many of the evaluation's kernels the process traced."""
+    return len(re.findall(r"Finished tracing.* evaluate_formulas ", done.stderr))
+
+
+def _notes(done) -> list[str]:
+    """The program's notes on stderr, less the example's own (queries not evaluated)."""
+    return [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("lodestar:") and "not evaluated" not in line
+    ]
+
+
+def _lodestar(arguments, cache, **env):
+    """Run the program with ``cache`` as its cache: ``(stdout, the kernels it traced)``."""
+    done = _program(arguments, cache, **env)
+    return done.stdout, _traced(done)
 
 
 def _kept(cache):
@@ -164,16 +192,191 @@ def test_a_kernel_that_jax_cache_handed_back_is_compiled_afresh_before_it_is_kep
     assert out == expected
 
 
-def test_a_damaged_file_is_compiled_again_and_replaced(tmp_path):
+def _flip_last_byte(data: bytes) -> bytes:
+    return data[:-1] + bytes([data[-1] ^ 1])
+
+
+def _with_header(data: bytes, **changes) -> bytes:
+    """A kept file's bytes with fields of its header changed, its program as it was."""
+    end = data.index(b"\n", len(_executables.MAGIC))
+    header = {**json.loads(data[len(_executables.MAGIC) : end]), **changes}
+    return _executables.MAGIC + json.dumps(header).encode() + data[end:]
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda data: b"not a kernel", "it is not a kept kernel"),
+        (lambda data: data[: len(data) // 2], "its checksum does not match"),
+        (_flip_last_byte, "its checksum does not match"),
+        (lambda data: _executables.MAGIC + b"{not json\n" + data, "its header is damaged"),
+        (lambda data: _with_header(data, format=1), "another version of lodestar"),
+        (lambda data: _with_header(data, key="another kernel"), "made for another kernel"),
+    ],
+    ids=["foreign", "truncated", "one-bit", "header", "format", "key"],
+)
+def test_a_damaged_file_is_compiled_again_and_replaced(tmp_path, damage, reason):
+    # Every check runs before the program is used; a file that fails one is
+    # compiled afresh and replaced, with one note naming it, and the answer
+    # is the right one.
     cache = tmp_path / "cache"
     expected, _ = _lodestar(ALL_TREC, cache)
     (kept,) = _kept(cache)
-    kept.write_bytes(b"not a kernel")
-    out, traced = _lodestar(ALL_TREC, cache)
-    assert traced >= 1
-    assert out == expected
-    assert kept.read_bytes() != b"not a kernel"
-    assert _lodestar(ALL_TREC, cache) == (expected, 0)
+    sound = kept.read_bytes()
+    kept.write_bytes(damage(sound))
+    done = _program(ALL_TREC, cache)
+    assert _traced(done) >= 1
+    assert done.stdout == expected
+    (note,) = _notes(done)
+    assert note.startswith(f"lodestar: not using the kept kernel {kept}: ")
+    assert reason in note and note.endswith("; compiling it again")
+    assert kept.read_bytes() == sound
+    done = _program(ALL_TREC, cache)
+    assert (done.stdout, _traced(done), _notes(done)) == (expected, 0, [])
+
+
+class _Planted:
+    """A pickle that, loaded, creates the file ``marker``: another user's code."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_pickle_never_runs(tmp_path):
+    # Another user who can write the store plants a pickle under the name
+    # the next run will read (names follow from public versions). Loading
+    # it must run nothing: the file is data to the store, not code.
+    cache = tmp_path / "cache"
+    expected, _ = _lodestar(ALL_TREC, cache)
+    (kept,) = _kept(cache)
+    marker = tmp_path / "planted-code-ran"
+    kept.write_bytes(zlib.compress(pickle.dumps((_Planted(marker), None, None))))
+    done = _program(ALL_TREC, cache)
+    assert not marker.exists()
+    assert done.stdout == expected
+    assert "it is not a kept kernel" in _notes(done)[0]
+
+
+def test_a_kernel_kept_under_another_key_is_not_run(tmp_path):
+    # The file that `-m ndcg` kept, copied over the one `-m ndcg_cut.10`
+    # kept: the header names another kernel, so it is compiled again, and
+    # ndcg_cut.10 is right on this run and every later one.
+    cache = tmp_path / "cache"
+    cut = [*ARGUMENTS, "-m", "ndcg_cut.10", "--trec-eval"]
+    whole = [*ARGUMENTS, "-m", "ndcg", "--trec-eval"]
+    expected, _ = _lodestar(cut, cache)
+    (cut_file,) = _kept(cache)
+    _lodestar(whole, cache)
+    (whole_file,) = set(_kept(cache)) - {cut_file}
+    shutil.copyfile(whole_file, cut_file)
+    done = _program(cut, cache)
+    assert done.stdout == expected
+    assert "made for another kernel" in _notes(done)[0]
+    assert _program(cut, cache).stdout == expected
+    assert _lodestar(whole, cache)[1] == 0
+
+
+def test_a_kernel_that_fails_when_run_is_compiled_again(tmp_path):
+    # A file that passes every check but whose program does not fit the
+    # arguments (here another kernel's program, under this kernel's key and
+    # with its own checksum) fails at its first call: that call is compiled
+    # afresh, with one note, and the file replaced.
+    cache = tmp_path / "cache"
+    expected, _ = _lodestar(ALL_TREC, cache)
+    (every,) = _kept(cache)
+    _lodestar([*ARGUMENTS, "-m", "P.5", "--trec-eval"], cache)
+    (other,) = set(_kept(cache)) - {every}
+    sound = every.read_bytes()
+    magic, header, _ = sound.split(b"\n", 2)
+    program = other.read_bytes().split(b"\n", 2)[2]
+    header = {**json.loads(header), "sha256": hashlib.sha256(program).hexdigest()}
+    every.write_bytes(magic + b"\n" + json.dumps(header).encode() + b"\n" + program)
+    done = _program(ALL_TREC, cache)
+    assert done.stdout == expected
+    (note,) = _notes(done)
+    assert f"not using the kept kernel {every}: it failed when run (" in note
+    assert every.read_bytes() == sound
+
+
+@pytest.mark.parametrize("writable_by", ["group", "others"])
+def test_a_store_that_others_can_write_is_not_used(tmp_path, writable_by):
+    # A cache directory in a folder others can write (a shared /tmp folder,
+    # a lab's cache): nothing is read from it or written to it, the run
+    # compiles as if there were none, and one note says why and how to fix it.
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    mode = {"group": 0o770, "others": 0o707}[writable_by]
+    cache.chmod(mode)
+    planted = cache / _executables.SUBDIRECTORY
+    planted.mkdir()
+    done = _program(ALL_TREC, cache)
+    assert _notes(done) == [
+        f"lodestar: not using the compilation cache: {cache} can be written by other users "
+        f"({stat.filemode(stat.S_IFDIR | mode)}); 'chmod go-w {cache}' fixes it"
+    ]
+    assert list(planted.iterdir()) == []
+    assert [p.name for p in cache.iterdir()] == [_executables.SUBDIRECTORY]
+    # The store's own directory is checked too.
+    cache.chmod(0o700)
+    planted.chmod(0o777)
+    done = _program(ALL_TREC, cache)
+    assert f"not keeping kernels in {planted}: {planted} can be written" in _notes(done)[0]
+    assert list(planted.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_store_that_belongs_to_another_user_is_not_used(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    os.chown(cache, 65534, 65534)
+    done = _program(ALL_TREC, cache)
+    (note,) = _notes(done)
+    assert f"{cache} belongs to another user (uid 65534)" in note
+    assert "LODESTAR_COMPILATION_CACHE" in note
+    assert list(cache.iterdir()) == []
+
+
+def test_a_new_store_is_private(tmp_path):
+    cache = tmp_path / "deeper" / "cache"
+    _program([*ARGUMENTS, "-m", "map", "--trec-eval"], cache)
+    for directory in (cache, cache / _executables.SUBDIRECTORY):
+        assert stat.S_IMODE(directory.stat().st_mode) & 0o077 == 0
+    for path in _kept(cache):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_store_keeps_the_most_recently_used_kernels_within_its_size(tmp_path):
+    # Three kernels kept, the first used again; a fourth, kept under a limit
+    # that holds two, removes the two least recently used.
+    def run(measure):
+        return [*ARGUMENTS, "-m", measure, "--trec-eval"]
+
+    alone = tmp_path / "alone"
+    _lodestar(run("recall.5"), alone)
+    (recall_alone,) = _kept(alone)
+    cache = tmp_path / "cache"
+    kept = {}
+    for measure in ("P.5", "map", "ndcg_cut.10"):
+        _lodestar(run(measure), cache)
+        (kept[measure],) = set(_kept(cache)) - set(kept.values())
+    _lodestar(run("P.5"), cache)
+    limit = kept["P.5"].stat().st_size + recall_alone.stat().st_size + 1024
+    _lodestar(run("recall.5"), cache, LODESTAR_COMPILATION_CACHE_SIZE=str(limit))
+    assert set(_kept(cache)) == {kept["P.5"], cache / _executables.SUBDIRECTORY / recall_alone.name}
+    assert sum(p.stat().st_size for p in (cache / _executables.SUBDIRECTORY).iterdir()) <= limit
+
+
+@pytest.mark.parametrize("setting", ["lots", "-5", "0", "1.5G"])
+def test_a_size_that_cannot_be_read_is_not_guessed_at(tmp_path, setting):
+    done = _program([*ARGUMENTS, "-m", "map"], tmp_path / "cache",
+                    LODESTAR_COMPILATION_CACHE_SIZE=setting)  # fmt: skip
+    assert _notes(done) == [
+        f"lodestar: LODESTAR_COMPILATION_CACHE_SIZE={setting!r} is not a size such as 512M "
+        "or 2G; keeping at most 256M"
+    ]
 
 
 def _formula(key):
@@ -201,7 +404,10 @@ def test_static_arguments_are_described_by_what_they_are():
 
 
 def test_the_file_name_follows_the_source_and_the_types(monkeypatch):
-    name = functools.partial(_executables._file_name, "kernel", {"rank_k": None}, "*")
+    def name(types_):
+        key = _executables._key("kernel", {"rank_k": None}, "*", types_)
+        return _executables._file_name(key)
+
     first = name(("float64[2,3]",))
     assert first == name(("float64[2,3]",))
     assert first != name(("float32[2,3]",))
@@ -224,7 +430,7 @@ def test_nothing_is_kept_unless_asked(tmp_path, monkeypatch):
         assert float(metrics.ndcg(jnp.array([1.0, 2.0, 3.0]), jnp.array([0.0, 1.0, 2.0]))) == 1.0
     finally:
         _executables.keep_in(None)
-    assert not (tmp_path / _executables.SUBDIRECTORY).exists()
+    assert list((tmp_path / _executables.SUBDIRECTORY).iterdir()) == []
 
 
 @pytest.mark.slow
@@ -254,6 +460,6 @@ def test_every_trec_eval_measure_fits_one_batch_in_memory_the_allocator_keeps(tm
 
     with jax.enable_x64(True):
         for path in kept:
-            compiled = _executables._load(str(path))
-            assert compiled is not None
-            assert compiled.memory_analysis().temp_size_in_bytes < 32 * 2**20
+            kept = _executables._load(str(path))
+            assert isinstance(kept, _executables._Kept)
+            assert kept.run.memory_analysis().temp_size_in_bytes < 32 * 2**20

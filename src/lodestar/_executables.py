@@ -1,18 +1,28 @@
-"""Compiled kernels kept on disk whole, so that a new process neither traces nor lowers them.
+"""Kernels kept on disk as exported programs, so that a new process does not trace them.
 
 JAX's persistent compilation cache saves the XLA compilation, but its key is a
 hash of the lowered program, so every process still traces and lowers the
-kernel first: 0.7-1.0 s of a 2.8 s ``lodestar evaluate -m all_trec`` at TREC
-depth, before the cache is read. This store keys a compiled executable by what
-the program is made of instead (the kernel's static arguments, the argument
-types, lodestar's source, JAX's version and the device), and loads it with
-:func:`jax.experimental.serialize_executable.deserialize_and_load`. Decision
-0038 records the measurements.
+kernel first: 0.6-1.0 s of ``lodestar evaluate -m all_trec`` at TREC depth,
+before the cache is read. This store keeps each kernel's lowered program
+(:func:`jax.export.export`, serialized as data: a flatbuffer holding StableHLO
+bytecode), keyed by what the program is made of (the kernel's static
+arguments, the argument types, lodestar's source, JAX's version and the
+device). A new process deserializes it, lowers the few lines that call it, and
+JAX's own cache then hands back the compiled executable.
+
+What is read from the store is data. Each file begins with a header that
+states the key it was made for and a SHA-256 of the program, both checked
+before the program is used; a file that fails a check, or whose program fails
+to compile or to run, is compiled afresh and replaced, with one note. The
+store and JAX's cache hold compiled code, so both are used only in a
+directory that the user owns and that no one else may write
+(:func:`untrusted`). The least recently used files are removed once the store
+passes its size limit. Decision 0038 records the design and its measurements.
 
 It is on where :func:`lodestar.use_compilation_cache` (which the command line
 calls) turned JAX's cache on, in the subdirectory :data:`SUBDIRECTORY`, and
 only for a call that asks for it: a kernel holding a host callback cannot be
-serialized, and only the TREC layer's batches arrive ranked (decision 0018).
+exported, and only the TREC layer's batches arrive ranked (decision 0018).
 """
 
 from __future__ import annotations
@@ -21,14 +31,15 @@ import concurrent.futures
 import dataclasses
 import functools
 import hashlib
+import json
 import os
-import pickle
 import re
+import stat
 import sys
 import tempfile
 import threading
 import types
-import zlib
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,17 +48,24 @@ import jax
 import numpy as np
 from jax.core import Tracer
 
-FORMAT = 1
+FORMAT = 2
 """Bumped when what a stored file holds changes."""
+
+MAGIC = b"lodestar kernel\n"
+"""The first bytes of every stored file; a JSON header line follows, then the program."""
 
 SUBDIRECTORY = "lodestar-kernels"
 """Where in the compilation cache directory the kernels are kept (JAX's own
 cache reads only the ``*-cache`` files at its top level)."""
 
+DEFAULT_MAX_BYTES = 256 * 2**20
+"""The default size limit of the store, and of JAX's cache where lodestar sets it."""
+
 _directory: str | None = None
+_max_bytes = DEFAULT_MAX_BYTES
 # In this process: (kernel, static arguments, argument structure and types) ->
-# the loaded executable, as jit's own cache does for a traced one.
-_loaded: dict[Any, Any] = {}
+# what runs it, as jit's own cache does for a traced one.
+_loaded: dict[Any, Callable] = {}
 _lock = threading.Lock()
 # The program's guess (expect): the files the last run of the same command
 # used, each loading on the loader thread, by path; and what this run uses.
@@ -59,10 +77,69 @@ _used: list[str] = []
 _expected: dict[str, concurrent.futures.Future] = {}
 
 
-def keep_in(directory: str | os.PathLike | None) -> None:
-    """Keep the kernels under ``directory``/:data:`SUBDIRECTORY`; None stops keeping them."""
-    global _directory
-    _directory = None if directory is None else os.path.join(os.fspath(directory), SUBDIRECTORY)
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+note: Callable[[str], None] = _warn
+"""How the store reports a file it did not use (the program prints a ``lodestar:`` note)."""
+
+
+def untrusted(directory: str | os.PathLike) -> str | None:
+    """Why ``directory`` must not hold compiled code for this user, or None if it may.
+
+    Loading a compiled program runs it, so a directory that another user can
+    write would let that user run code as this one. As ssh and GnuPG do with
+    their own files, the directory must belong to the user (or to root when
+    the user is root) and be writable by no group and no one else. Where the
+    system has no owners (Windows), any directory may.
+
+    Returns:
+      None, or the reason followed by how to fix it, for a note.
+    """
+    path = os.fspath(directory)
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror or error})"
+    if not stat.S_ISDIR(status.st_mode):
+        return f"{path} is not a directory"
+    if not hasattr(os, "geteuid"):
+        return None
+    if status.st_uid != os.geteuid():
+        return (
+            f"{path} belongs to another user (uid {status.st_uid}); name a directory of "
+            "your own with LODESTAR_COMPILATION_CACHE"
+        )
+    if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        mode = stat.filemode(status.st_mode)
+        return f"{path} can be written by other users ({mode}); 'chmod go-w {path}' fixes it"
+    return None
+
+
+def keep_in(directory: str | os.PathLike | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Keep the kernels under ``directory``/:data:`SUBDIRECTORY`; None stops keeping them.
+
+    The subdirectory is made readable and writable by its owner alone; where
+    it cannot be made, or is not trusted (:func:`untrusted`), nothing is kept
+    and :data:`note` says why. ``max_bytes`` bounds the store: the least
+    recently used files are removed past it, and 0 keeps nothing.
+    """
+    global _directory, _max_bytes
+    _directory = None
+    if directory is None or max_bytes == 0:
+        return
+    store = os.path.join(os.fspath(directory), SUBDIRECTORY)
+    try:
+        os.makedirs(store, mode=0o700, exist_ok=True)
+    except OSError as error:
+        note(f"not keeping kernels in {store}: {error.strerror or error}")
+        return
+    refusal = untrusted(store)
+    if refusal is not None:
+        note(f"not keeping kernels in {store}: {refusal}")
+        return
+    _directory, _max_bytes = store, max_bytes
 
 
 def expect(command: str) -> Callable[[], None]:
@@ -71,11 +148,12 @@ def expect(command: str) -> Callable[[], None]:
     The program's loader thread calls this once JAX is imported, and calls
     what it returns while the main thread is still reading and joining the
     files: the files the last run of the same ``command`` (a text naming the
-    measures and definitions) used are then loaded by the time the
-    evaluation asks for them, or being loaded, and it waits for them rather
-    than loading them again. A guess that proves wrong (the run's shapes
-    changed) costs the loader thread's time only. This run's files become
-    the next run's guess. Decision 0040.
+    measures and definitions) used are then loaded and compiled by the time
+    the evaluation asks for them, or being loaded, and it waits for them
+    rather than loading them again. A guess that proves wrong (the run's
+    shapes changed) costs the loader thread's time only; a file is used only
+    if its header names the key the evaluation asks for. This run's files
+    become the next run's guess. Decision 0040.
     """
     global _recent_path
     directory = _directory
@@ -94,11 +172,11 @@ def expect(command: str) -> Callable[[], None]:
 
     def load() -> None:
         for path, future in pending.items():
-            compiled = None
+            kept: _Kept | None = None
             try:
-                compiled = _load(path)
+                kept = _load(path)
             finally:  # never leave the evaluation waiting
-                future.set_result(compiled)
+                future.set_result(kept)
 
     return load
 
@@ -112,10 +190,7 @@ def _remember(path: str) -> None:
     if _used == _guessed[: len(_used)]:  # as guessed: nothing to write
         return
     try:
-        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(_recent_path), suffix=".partial")
-        with os.fdopen(handle, "w", encoding="ascii") as file:
-            file.write("\n".join(_used) + "\n")
-        os.replace(temporary, _recent_path)
+        _write_atomically(_recent_path, ("\n".join(_used) + "\n").encode("ascii"))
     except OSError:
         return
 
@@ -164,7 +239,7 @@ def _source_digest() -> str:
 
 
 def _environment() -> str:
-    """What else decides the compiled program: versions, device, flags."""
+    """What else decides the program: versions, device, flags."""
     import jaxlib
 
     device = jax.devices()[0]
@@ -186,57 +261,135 @@ def _environment() -> str:
     )
 
 
-def _file_name(name: str, static: Mapping[str, Any], structure: str, types_: tuple) -> str:
-    text = "\n".join([_environment(), name, _describe(dict(static)), structure, *types_])
-    return hashlib.sha256(text.encode()).hexdigest()
+def _key(name: str, static: Mapping[str, Any], structure: str, types_: tuple) -> str:
+    """The text that names one kernel: every file states the one it was made for."""
+    return "\n".join([_environment(), name, _describe(dict(static)), structure, *types_])
 
 
-def _load(path: str):
-    """The executable stored at ``path``, or None (absent, unreadable or from elsewhere)."""
-    from jax.experimental import serialize_executable
-
-    try:
-        with open(path, "rb") as file:
-            payload, in_tree, out_tree = pickle.loads(zlib.decompress(file.read()))
-        return serialize_executable.deserialize_and_load(payload, in_tree, out_tree)
-    except Exception:  # noqa: BLE001  absent, damaged or foreign: compiled again
-        return None
+def _file_name(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _compile(jitted, args, static):
-    """Compile afresh: ``(executable, whether it may be kept)``.
+class _Rejected(Exception):
+    """A stored file that must not be used; the message says why."""
 
-    An executable that JAX's own cache handed back, serialized again, loads
-    but fails when run ("Function multiply_divide_fusion not found"), so
-    JAX's cache is off for this one compilation (a thread-local setting that
-    JAX keeps in a private module; where it is missing, nothing is kept).
+
+@dataclasses.dataclass(frozen=True)
+class _Kept:
+    """A stored kernel that passed its checks: its key, and its program compiled."""
+
+    key: str
+    run: Callable
+
+
+def _read(path: str) -> tuple[str, bytes]:
+    """The key a stored file states and its program, checked; :class:`_Rejected` if not sound.
+
+    FileNotFoundError if there is no file.
     """
-    from jax._src import config as jax_config
-
-    uncached = getattr(jax_config, "enable_compilation_cache", None)
-    if uncached is None:
-        return jitted.lower(*args, **static).compile(), False
-    with uncached(False):
-        return jitted.lower(*args, **static).compile(), True
-
-
-def _save(path: str, compiled) -> None:
-    """Write ``compiled`` to ``path`` atomically; a kernel that cannot be kept is not."""
-    from jax.experimental import serialize_executable
-
+    with open(path, "rb") as file:
+        status = os.fstat(file.fileno())
+        if hasattr(os, "geteuid") and (
+            status.st_uid != os.geteuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        ):
+            raise _Rejected("it belongs to another user or others can write it")
+        data = file.read()
+    if not data.startswith(MAGIC):
+        raise _Rejected("it is not a kept kernel")
+    end = data.find(b"\n", len(MAGIC))
     try:
-        data = zlib.compress(pickle.dumps(serialize_executable.serialize(compiled)), 1)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".partial")
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
-    except (OSError, ValueError, NotImplementedError, TypeError, pickle.PicklingError):
+        header = json.loads(data[len(MAGIC) : end])
+        key, digest, form = header["key"], header["sha256"], header["format"]
+    except (ValueError, TypeError, KeyError) as error:
+        raise _Rejected("its header is damaged") from error
+    if form != FORMAT or not isinstance(key, str):
+        raise _Rejected("it was kept by another version of lodestar")
+    program = data[end + 1 :]
+    if end < 0 or hashlib.sha256(program).hexdigest() != digest:
+        raise _Rejected("it is damaged (its checksum does not match)")
+    return key, program
+
+
+def _compile(program: bytes) -> Callable:
+    """The exported ``program``, compiled for the types it was exported for.
+
+    JAX's persistent cache holds the compilation of these few lines once any
+    process compiled them, so a kept kernel compiles from there.
+    """
+    exported = jax.export.deserialize(bytearray(program))
+    shapes = [jax.ShapeDtypeStruct(aval.shape, aval.dtype) for aval in exported.in_avals]
+    args, kwargs = jax.tree.unflatten(exported.in_tree, shapes)
+    return jax.jit(exported.call).lower(*args, **kwargs).compile()
+
+
+def _load(path: str) -> _Kept | _Rejected | None:
+    """The kernel stored at ``path``, compiled; why it was rejected; or None if it is absent."""
+    try:
+        key, program = _read(path)
+        kept = _Kept(key, _compile(program))
+    except FileNotFoundError:
+        return None
+    except _Rejected as rejected:
+        return rejected
+    except Exception as error:  # noqa: BLE001  a program JAX cannot load: compiled again
+        return _Rejected(f"it cannot be loaded ({type(error).__name__}: {error})")
+    try:
+        os.utime(path)  # recently used: the last to be pruned
+    except OSError:
+        pass
+    return kept
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file, readable by the owner alone."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".partial")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _save(path: str, key: str, program: bytes) -> None:
+    """Keep ``program`` at ``path`` with its key and checksum, then prune the store."""
+    header = json.dumps(
+        {"format": FORMAT, "key": key, "sha256": hashlib.sha256(program).hexdigest()}
+    )
+    try:
+        _write_atomically(path, MAGIC + header.encode() + b"\n" + program)
+    except OSError:
         return
+    _prune(os.path.dirname(path), _max_bytes, keep=path)
+
+
+def _prune(directory: str, max_bytes: int, *, keep: str) -> None:
+    """Remove the least recently used files of the store until it holds at most ``max_bytes``."""
+    try:
+        entries = [
+            (entry.stat().st_mtime, entry.stat().st_size, entry.path)
+            for entry in os.scandir(directory)
+            if entry.is_file(follow_symlinks=False)
+        ]
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= max_bytes:
+            return
+        if path == keep:
+            continue
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+
+
+def _export(jitted, args, static) -> bytes:
+    """The program ``jitted`` lowers to for ``args``, serialized."""
+    return bytes(jax.export.export(jitted)(*args, **static).serialize())
 
 
 def _on_default_device(leaf) -> bool:
@@ -263,10 +416,10 @@ def stored(jitted: _Kernel) -> _Kernel:
     """``jitted`` (a :func:`jax.jit` function), kept on disk when called with ``store=True``.
 
     A call with ``store=True`` (a keyword this wrapper takes away) runs the
-    stored executable for its static arguments and argument types, loading or
-    compiling and keeping it the first time; every other call, and every call
-    while no directory is set, inside a trace or on another device, is the
-    jitted function's own. Static arguments are passed by keyword.
+    stored program for its static arguments and argument types, loading it
+    or exporting and keeping it the first time; every other call, and every
+    call while no directory is set, inside a trace or on another device, is
+    the jitted function's own. Static arguments are passed by keyword.
     """
     name = f"{jitted.__module__}.{jitted.__qualname__}"
 
@@ -280,28 +433,46 @@ def stored(jitted: _Kernel) -> _Kernel:
             return jitted(*args, **static)
         # The in-process key is cheap to make, since it is made on every call
         # (a TREC-depth `-m all_trec` calls with 180 leaves, 47 times); the
-        # file's name spells the types out, once.
+        # file's key spells the types out, once.
         x64 = jax.dtypes.canonicalize_dtype(np.float64) == np.float64  # thread-local
-        key = (name, tuple(sorted(static.items())), structure, x64, *map(_signature, leaves))
-        compiled = _loaded.get(key)
-        if compiled is None:
-            with _lock:
-                compiled = _loaded.get(key)
-                if compiled is None:
-                    types_ = tuple(str(jax.typeof(leaf)) for leaf in leaves)
-                    try:
-                        file_name = _file_name(name, static, str(structure), types_)
-                    except _Unstable:
-                        return jitted(*args, **static)
-                    path = os.path.join(directory, file_name)
-                    guessed = _expected.pop(path, None)
-                    compiled = guessed.result() if guessed is not None else _load(path)
-                    if compiled is None:
-                        compiled, keepable = _compile(jitted, args, static)
-                        if keepable:
-                            _save(path, compiled)
+        in_process = (name, tuple(sorted(static.items())), structure, x64, *map(_signature, leaves))
+        compiled = _loaded.get(in_process)
+        if compiled is not None:
+            return compiled(*args)
+        with _lock:
+            compiled = _loaded.get(in_process)
+            if compiled is not None:
+                return compiled(*args)
+            try:
+                types_ = tuple(str(jax.typeof(leaf)) for leaf in leaves)
+                key = _key(name, static, str(structure), types_)
+            except (_Unstable, TypeError, OverflowError):  # not a kernel a file can name
+                return jitted(*args, **static)
+            path = os.path.join(directory, _file_name(key))
+            guessed = _expected.pop(path, None)
+            found = guessed.result() if guessed is not None else _load(path)
+            if isinstance(found, _Kept) and found.key != key:
+                found = _Rejected("it was made for another kernel")
+            if isinstance(found, _Kept):
+                try:
+                    result = found.run(*args)
+                except Exception as error:  # noqa: BLE001  compiled afresh below
+                    found = _Rejected(f"it failed when run ({type(error).__name__}: {error})")
+                else:
                     _remember(path)
-                    _loaded[key] = compiled
+                    _loaded[in_process] = found.run
+                    return result
+            if isinstance(found, _Rejected):
+                note(f"not using the kept kernel {path}: {found}; compiling it again")
+            try:
+                program = _export(jitted, args, static)
+                compiled = _compile(program)
+            except Exception:  # noqa: BLE001  a kernel that cannot be exported is not kept
+                compiled = functools.partial(jitted, **static)
+            else:
+                _save(path, key, program)
+                _remember(path)
+            _loaded[in_process] = compiled
         return compiled(*args)
 
     return run  # type: ignore[return-value]

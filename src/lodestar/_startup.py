@@ -25,17 +25,27 @@ def configure_jax() -> None:
     thread-local context manager; and JAX's persistent compilation cache in
     the user's cache directory, so that a second evaluation of a run of the
     same shape compiles nothing (``LODESTAR_COMPILATION_CACHE=0`` turns it
-    off, ``LODESTAR_COMPILATION_CACHE=DIR`` moves it).
+    off, ``LODESTAR_COMPILATION_CACHE=DIR`` moves it,
+    ``LODESTAR_COMPILATION_CACHE_SIZE`` bounds it), in a directory that only
+    the user can write (:func:`lodestar._executables.untrusted`).
     """
     import jax
+
+    from lodestar import _executables
 
     jax.config.update("jax_enable_x64", True)
     if jax.config.values["jax_compilation_cache_dir"]:
         return
+    # The store's and the cache's refusals (a directory others can write, a
+    # kept file that failed its checks) are the program's notes.
+    _executables.note = _terminal.note
     # A cache that cannot be written would make JAX warn at every compilation
     # (a read-only home, a path through a file): the program compiles without
     # it, and says so only where the user named the directory.
-    if evaluation.use_compilation_cache() is None:
+    used, refusal = evaluation.open_compilation_cache(None, max_size=None)
+    if refusal is not None:
+        _terminal.note(f"not using the compilation cache: {refusal}")
+    elif used is None:
         setting = os.environ.get(evaluation.CACHE_VARIABLE, "")
         if setting not in ("", "0"):
             _terminal.note(
@@ -139,7 +149,7 @@ def _load_jax(command: str | None = None) -> None:
         configure_jax()
         import jax
         import numpy as np
-        from jax.experimental import serialize_executable  # noqa: F401 - imported here, once
+        from jax import export  # noqa: F401 - imported here, once
 
         from lodestar import _executables
         from lodestar.metrics import _kernel  # noqa: F401

@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 import os
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -800,6 +802,30 @@ def compare_joined(
 
 
 CACHE_VARIABLE = "LODESTAR_COMPILATION_CACHE"
+SIZE_VARIABLE = "LODESTAR_COMPILATION_CACHE_SIZE"
+_SIZE = re.compile(r"\s*([0-9]+)\s*([kmg]?)i?b?\s*", re.IGNORECASE)
+
+
+def cache_size_limit() -> int:
+    """The cache's size limit in bytes: ``$LODESTAR_COMPILATION_CACHE_SIZE``, else 256 MiB.
+
+    The setting is a number of bytes, or a number followed by K, M or G
+    (powers of 1,024). One that cannot be read is not guessed at: the
+    default is used, and a :class:`RuntimeWarning` (the program's note) says so.
+    """
+    from lodestar import _executables
+
+    setting = os.environ.get(SIZE_VARIABLE, "")
+    if not setting:
+        return _executables.DEFAULT_MAX_BYTES
+    matched = _SIZE.fullmatch(setting)
+    if matched is not None and int(matched[1]) > 0:
+        return int(matched[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[matched[2].lower()]
+    _executables.note(
+        f"{SIZE_VARIABLE}={setting!r} is not a size such as 512M or 2G; "
+        f"keeping at most {_executables.DEFAULT_MAX_BYTES >> 20}M"
+    )
+    return _executables.DEFAULT_MAX_BYTES
 
 
 def default_cache_directory() -> str | None:
@@ -817,7 +843,9 @@ def default_cache_directory() -> str | None:
     return os.path.join(base, "lodestar", "jax")
 
 
-def use_compilation_cache(directory: str | os.PathLike | None = None) -> str | None:
+def use_compilation_cache(
+    directory: str | os.PathLike | None = None, *, max_size: int | None = None
+) -> str | None:
     """Keep the compiled kernels on disk, so that a new process evaluates without compiling.
 
     Most of a first :func:`evaluate` or :func:`compare` in a fresh process is
@@ -828,19 +856,32 @@ def use_compilation_cache(directory: str | os.PathLike | None = None) -> str | N
     this opt-in. It sets JAX's ``jax_compilation_cache_dir`` for the whole
     process (every program JAX compiles from then on is kept, lodestar's and
     others'), with no minimum compile time or size, as the command line does;
-    and it keeps the evaluation's own kernels whole in its subdirectory
+    and it keeps the evaluation's own lowered programs in its subdirectory
     ``lodestar-kernels``, so that a new process does not even trace them.
+
+    A compiled program runs when it is loaded, so the directory must belong
+    to the user and be writable by no one else (as ssh and GnuPG require of
+    their files): a directory that others can write (a shared ``/tmp`` folder,
+    a group's cache) is not used, and a :class:`RuntimeWarning` says why and
+    how to fix it. A new directory is made readable by its owner alone.
 
     Args:
       directory: Where to keep the programs. None takes the command line's:
         ``$LODESTAR_COMPILATION_CACHE``, else ``$XDG_CACHE_HOME/lodestar/jax``
         or ``~/.cache/lodestar/jax``, and none at all with
         ``LODESTAR_COMPILATION_CACHE=0``.
+      max_size: The most bytes each of the two stores (JAX's cache and
+        lodestar's programs) may hold; past it, the least recently used
+        entries are removed. None takes ``$LODESTAR_COMPILATION_CACHE_SIZE``
+        (bytes, or a number with K, M or G), else 256 MiB.
 
     Returns:
-      The directory in use, or None if there is none or it cannot be created
-      or written (JAX would warn at every compilation): JAX's configuration is
-      then left as it was.
+      The directory in use, or None if there is none, it cannot be created or
+      written (JAX would warn at every compilation), or it is not trusted:
+      JAX's configuration is then left as it was.
+
+    Raises:
+      ValueError: If ``max_size`` is not a positive number of bytes.
 
     Example:
       At the top of a script that evaluates or compares runs::
@@ -857,23 +898,52 @@ def use_compilation_cache(directory: str | os.PathLike | None = None) -> str | N
       >>> print(lodestar.use_compilation_cache("/dev/null/cache"))
       None
     """
+    if max_size is not None and (
+        isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0
+    ):
+        raise ValueError(f"max_size must be a positive number of bytes, got {max_size!r}.")
+    used, refusal = open_compilation_cache(directory, max_size=max_size)
+    if refusal is not None:
+        from lodestar import _executables
+
+        _executables.note(f"not using the compilation cache: {refusal}")
+    return used
+
+
+def open_compilation_cache(
+    directory: str | os.PathLike | None, *, max_size: int | None
+) -> tuple[str | None, str | None]:
+    """The work of :func:`use_compilation_cache`: ``(directory in use or None, why not trusted)``.
+
+    A directory that cannot be created or written is refused without a
+    reason (the program notes it only where the user named it).
+    """
     import jax
 
+    from lodestar import _executables
+
+    if max_size is None:
+        max_size = cache_size_limit()
     directory = default_cache_directory() if directory is None else os.fspath(directory)
     if directory is None:
-        return None
+        return None, None
     try:
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(directory, mode=0o700, exist_ok=True)
         writable = os.access(directory, os.W_OK | os.X_OK)
     except OSError:
         writable = False
     if not writable:
-        return None
-    from lodestar import _executables
-
+        return None, None
+    refusal = _executables.untrusted(directory)
+    if refusal is not None:
+        return None, refusal
     jax.config.update("jax_compilation_cache_dir", directory)
     # lodestar's kernels compile in well under JAX's default threshold of a second.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    _executables.keep_in(directory)
-    return directory
+    # JAX prunes its cache under a file lock from the filelock package (a
+    # dependency of lodestar's; without it JAX would fail at the first compilation).
+    if importlib.util.find_spec("filelock") is not None:
+        jax.config.update("jax_compilation_cache_max_size", max_size)
+    _executables.keep_in(directory, max_bytes=max_size)
+    return directory, None
