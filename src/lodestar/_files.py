@@ -110,7 +110,7 @@ def read_bytes(
     return data
 
 
-def open_plain(path: str | os.PathLike, *, dash_is_stdin: bool = False):
+def open_plain(path: str | os.PathLike, *, dash_is_stdin: bool = False) -> io.BufferedReader | None:
     """A plain text file opened for :func:`read_pieces`, or None to read it with :func:`read_bytes`.
 
     Plain: a regular file that is not empty, not gzip and does not start
@@ -136,7 +136,7 @@ def open_plain(path: str | os.PathLike, *, dash_is_stdin: bool = False):
     return file
 
 
-def read_pieces(name: str, file, piece: int) -> Iterator[tuple[bytes, int]]:
+def read_pieces(name: str, file: io.BufferedReader, piece: int) -> Iterator[tuple[bytes, int]]:
     """A plain file's bytes, a piece of about ``piece`` bytes at a time, each cut at a line end.
 
     Yields ``(block, end)``: the piece is ``block[:end]``, its lines whole;
