@@ -840,3 +840,110 @@ def test_each_registry_option_default_is_the_functions_own():
                 )
             compared += 1
     assert compared >= 14
+
+
+# --- reading stays bounded, and ends in a message ----------------------------------------
+
+LONG_LINE = b"q1 Q0 " + b"d" * 70_000 + b" 1 0.5 t\n"
+# Over a mebibyte: a run that the reader reads a piece at a time.
+LARGE_RUN = b"".join(b"q%d Q0 d%d 1 0.5 t\n" % (i % 2 + 1, i) for i in range(70_000))
+
+
+@pytest.mark.parametrize("source", ["small run", "large run", "gzip", "standard input", "qrels"])
+def test_a_line_longer_than_any_trec_line_is_refused(tmp_path, capsys, monkeypatch, source):
+    # A 70 kB docno was read as a document, and a gzip of one 1 GB line took
+    # 3.4 GB before its refusal: no TREC line comes near 64 KiB.
+    qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN + LONG_LINE)
+    line = RUN.count(b"\n") + 1
+    if source == "large run":
+        run = write(tmp_path, "r", LARGE_RUN + LONG_LINE)
+        line = LARGE_RUN.count(b"\n") + 1
+    elif source == "gzip":
+        run = write(tmp_path, "r.gz", gzip.compress(RUN + LONG_LINE, mtime=0))
+    elif source == "standard input":
+        stdin = open(run, "rb")  # noqa: SIM115 - closed below
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin))
+        run = "-"
+    elif source == "qrels":
+        qrels = write(tmp_path, "q", QRELS + b"q1 0 " + b"d" * 70_000 + b" 1\n")
+        run = write(tmp_path, "r", RUN)
+        line = QRELS.count(b"\n") + 1
+    assert main(["evaluate", qrels, run]) == 1
+    path = qrels if source == "qrels" else run
+    err = capsys.readouterr().err
+    assert err == f"lodestar: error: {path}:{line}: the line is longer than 65,536 bytes\n"
+    if source == "standard input":
+        stdin.close()
+
+
+# The peak from /proc (VmHWM): getrusage's ru_maxrss starts a child at its
+# parent's peak, a test worker's hundreds of MB.
+EVALUATE_AND_PEAK = """
+import sys
+from lodestar.cli import main
+status = main(["evaluate", *sys.argv[1:]])
+with open("/proc/self/status") as status_file:
+    peak = next(line for line in status_file if line.startswith("VmHWM:"))
+print(status, int(peak.split()[1]) // 1024)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc/self/status")
+def test_a_gzip_of_one_huge_line_is_refused_in_bounded_memory(tmp_path):
+    # 256 MiB of one line in 256 kB of gzip: the whole line was decompressed,
+    # then copied twice, before its line 1 was refused (850 MB).
+    bomb = tmp_path / "bomb.gz"
+    with gzip.GzipFile(bomb, "wb", compresslevel=1, mtime=0) as file:
+        file.write(b"q1 Q0 ")
+        for _ in range(256):
+            file.write(b"d" * (1 << 20))
+    done = subprocess.run(
+        [sys.executable, "-c", EVALUATE_AND_PEAK, write(tmp_path, "q", QRELS), str(bomb)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC},
+    )  # fmt: skip
+    status, peak_mb = map(int, done.stdout.split())
+    assert status == 1 and done.stderr.endswith(
+        f"{bomb}:1: the line is longer than 65,536 bytes\n"
+    ), done.stderr
+    assert peak_mb < 300, peak_mb
+
+
+# Another program truncates or rewrites the run as soon as its first piece
+# is parsed (pieces of 64 KiB here instead of 64 MiB).
+CHANGED_WHILE_READ = """
+import os, sys
+import pyarrow.csv
+from lodestar._trec import read
+from lodestar.cli import main
+how, qrels, run = sys.argv[1:]
+read.PARSE_PIECE = 1 << 16
+parse = pyarrow.csv.read_csv
+def change_the_file_then_parse(source, **kwargs):
+    if source.size < 1000:  # the qrels
+        return parse(source, **kwargs)
+    pyarrow.csv.read_csv = parse
+    if how == "truncated":
+        os.truncate(run, 0)
+    else:
+        with open(run, "r+b") as file:
+            file.write(file.read().replace(b" t\\n", b" u\\n"))
+    return parse(source, **kwargs)
+pyarrow.csv.read_csv = change_the_file_then_parse
+sys.exit(main(["evaluate", "-m", "num_ret", qrels, run]))
+"""
+
+
+@pytest.mark.parametrize("how", ["truncated", "rewritten"])
+def test_a_run_changed_while_it_is_read_is_refused(tmp_path, how):
+    # A large run was mapped, and one truncated under the reader ended the
+    # program with SIGBUS; one rewritten was read half old, half new.
+    run = write(tmp_path, "r", LARGE_RUN)
+    os.utime(run, ns=(0, 0))  # a rewrite within the clock's tick changes the time too
+    done = subprocess.run(
+        [sys.executable, "-c", CHANGED_WHILE_READ, how, write(tmp_path, "q", QRELS), run],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"lodestar: error: {run}: the file changed while it was read\n",
+    )

@@ -182,7 +182,9 @@ def test_lodestar_evaluate_warns_where_groups_withhold_the_tie_range(tmp_path):
 def test_the_group_field_is_read_the_same_by_both_readers(tmp_path):
     _, qrels_jg, _ = _files(tmp_path, 3)
     data = qrels_jg.read_bytes()
-    regular = read._read_regular(str(qrels_jg), data, qrels=True, groups=True)
+    regular = read._read_regular(
+        str(qrels_jg), [(data, len(data))], len(data), qrels=True, groups=True
+    )
     lines = read._read_lines(str(qrels_jg), data, qrels=True, groups=True)
     assert regular is not None
     assert regular.query_ids[:3] == [b"q0 alice", b"q0 bob", b"q1 alice"]

@@ -140,9 +140,10 @@ def test_regular_files_read_the_same_by_both_paths(rows, delimiter):
     text = "".join(
         delimiter.join([q, "Q0", d, "1", repr(s), t]) + "\n" for q, d, s, t in rows
     ).encode()
-    fast = read._read_regular("x", text, qrels=False)
+    fast = read._read_regular("x", [(text, len(text))], len(text), qrels=False)
     assert fast is not None
-    same_records(fast, read._read_lines("x", text, qrels=False))
+    # The records carry no bytes; the reader keeps the text of a stream.
+    same_records(read.TrecFile(*fast[:-1], text), read._read_lines("x", text, qrels=False))
 
 
 def test_a_nul_byte_is_refused_with_its_line(tmp_path):
@@ -214,66 +215,62 @@ def test_a_pipe_is_read_whole_as_a_shell_passes_it(tmp_path, pipe, compressed):
     same_records(got, read.read_run(path))
 
 
-# --- Large plain files are mapped, their pages dropped as they are parsed -------------
+# --- Plain files are read a piece at a time, each let go once parsed ----------------
+
+
+def read_whole(monkeypatch):
+    """Read every file whole, as standard input and gzip files are read."""
+    monkeypatch.setattr(read, "open_plain", lambda *args, **kwargs: None)
 
 
 @FUZZ
-@given(data=st.data(), qrels=st.booleans())
-def test_a_mapped_file_reads_as_a_read_one(tmp_path_factory, data, qrels):
-    # Every file the reader meets, mapped (as a large plain file is) and
-    # read: the same records, or the same refusal.
+@given(data=st.data(), qrels=st.booleans(), piece=st.sampled_from([16, 64, 1 << 26]))
+def test_a_file_read_in_pieces_reads_as_a_whole_one(tmp_path_factory, data, qrels, piece):
+    # Every file the reader meets, read in pieces (as a plain file is) and
+    # whole: the same records, or the same refusal.
     text = data.draw(mutated_files(qrels))
-    directory = tmp_path_factory.mktemp("mapped")
-    read_found, read_error = read_file(directory, text, qrels)
-    threshold = _files.MAP_THRESHOLD
-    _files.MAP_THRESHOLD = 0
-    try:
-        mapped_found, mapped_error = read_file(directory, text, qrels)
-    finally:
-        _files.MAP_THRESHOLD = threshold
-    assert str(mapped_error) == str(read_error)
-    if read_found is not None:
-        assert mapped_found is not None
-        same_records(mapped_found, read_found)
+    directory = tmp_path_factory.mktemp("pieces")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        read_whole(monkeypatch)
+        whole_found, whole_error = read_file(directory, text, qrels)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(read, "PARSE_PIECE", piece)
+        pieces_found, pieces_error = read_file(directory, text, qrels)
+    assert str(pieces_error) == str(whole_error)
+    if whole_found is not None:
+        assert pieces_found is not None
+        same_records(pieces_found, whole_found)
 
 
-def test_a_mapped_file_drops_each_piece_once_parsed(tmp_path, monkeypatch):
-    text = _run_text(2_000, seed=2).replace(b"\n", b"\r\n")  # CRLF: counted on the map
+def test_a_plain_file_is_read_and_parsed_a_piece_at_a_time(tmp_path, monkeypatch):
+    text = _run_text(2_000, seed=2).replace(b"\n", b"\r\n")  # CRLF: counted in each piece
     path = tmp_path / "run"
     path.write_bytes(text)
+    read_whole(monkeypatch)
     whole = read.read_run(path)
-    monkeypatch.setattr(_files, "MAP_THRESHOLD", 0)
+    monkeypatch.undo()
     monkeypatch.setattr(read, "PARSE_PIECE", 10_000)
-    maps, released = [], []
+    pieces = []
 
-    def map_plain(*args, **kwargs):
-        maps.append(_files.map_plain(*args, **kwargs))
-        return maps[-1]
+    def read_pieces(*args):
+        for block, end in _files.read_pieces(*args):
+            pieces.append(block[:end])
+            yield block, end
 
-    def release(data, start=0, end=None):
-        released.append((type(data).__name__, start, len(data) if end is None else end))
-        _files.release(data, start, end)
-
-    monkeypatch.setattr(read, "map_plain", map_plain)
-    monkeypatch.setattr(read, "release", release)
-    pieces = read.read_run(path)
-    same_records(pieces, whole)
-    assert maps[0] is not None
-    # Once after the checks that scan the whole file, then piece after piece.
-    assert released[0] == ("mmap", 0, len(text))
-    starts = [start for _, start, _ in released[1:]]
-    ends = [end for _, _, end in released[1:]]
-    assert starts[0] == 0 and ends[-1] == len(text) and starts[1:] == ends[:-1]
-    assert len(released) - 1 >= len(text) // 10_000 - 1
+    monkeypatch.setattr(read, "read_pieces", read_pieces)
+    same_records(read.read_run(path), whole)
+    # Whole lines of about a piece each, the file once over.
+    assert b"".join(pieces) == text and len(pieces) >= len(text) // 10_000
+    assert all(piece.endswith(b"\r\n") for piece in pieces)
+    assert all(len(piece) <= 10_000 for piece in pieces)
 
 
-def test_a_named_pipe_is_not_opened_to_be_mapped(pipe, monkeypatch):
-    # Opened to be mapped, a pipe (<(zcat run.gz)) gave its writer's text to
-    # the map's check, and the reader then waited for more forever (a hang
-    # of the default tier, caught in a loop of runs).
+def test_a_named_pipe_is_not_opened_to_be_read_in_pieces(pipe):
+    # Opened to be looked at, a pipe (<(zcat run.gz)) gave its writer's text
+    # to the look, and the reader then waited for more forever (a hang of
+    # the default tier, caught in a loop of runs).
     import threading
 
-    monkeypatch.setattr(_files, "MAP_THRESHOLD", 0)
     path = pipe(_run_text(50))  # within a pipe's buffer: the writer is done at once
     found = []
     reader = threading.Thread(target=lambda: found.append(read.read_run(path)), daemon=True)
@@ -286,24 +283,24 @@ def test_a_named_pipe_is_not_opened_to_be_mapped(pipe, monkeypatch):
     assert found and len(found[0]) == 50, "the reader waited for a writer that had gone"
 
 
-def test_a_file_that_is_not_plain_text_is_not_mapped(tmp_path, monkeypatch):
-    monkeypatch.setattr(_files, "MAP_THRESHOLD", 0)
+def test_a_file_that_is_not_plain_text_is_read_whole(tmp_path):
     text = _run_text(50)
     cases = {
         "plain": text,
         "gzip": gzip.compress(text),
         "bom": b"\xef\xbb\xbf" + text,
-        "nul": text + b"\x00",
+        "empty": b"",
     }
-    mapped = {}
+    plain = {}
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
-        mapped[name] = _files.map_plain(tmp_path / name) is not None
-    assert mapped == {"plain": True, "gzip": False, "bom": False, "nul": False}
-    assert _files.map_plain("-", dash_is_stdin=True) is None
-    assert _files.map_plain(tmp_path / "missing") is None
-    monkeypatch.setattr(_files, "MAP_THRESHOLD", len(text) + 1)
-    assert _files.map_plain(tmp_path / "plain") is None
+        file = _files.open_plain(tmp_path / name)
+        plain[name] = file is not None
+        if file is not None:
+            file.close()
+    assert plain == {"plain": True, "gzip": False, "bom": False, "empty": False}
+    assert _files.open_plain("-", dash_is_stdin=True) is None
+    assert _files.open_plain(tmp_path / "missing") is None
 
 
 # The peak from /proc (VmHWM, this process's own): getrusage's ru_maxrss
@@ -316,8 +313,8 @@ def peak():
     with open("/proc/self/status") as status:
         line = next(line for line in status if line.startswith("VmHWM:"))
     return int(line.split()[1]) / 1024
-if sys.argv[2] == "read":
-    _files.MAP_THRESHOLD = 1 << 62
+if sys.argv[2] == "whole":
+    read.open_plain = lambda *args, **kwargs: None
 before = peak()
 found = read.read_run(sys.argv[1])
 print(peak() - before, len(found))
@@ -325,10 +322,11 @@ print(peak() - before, len(found))
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads /proc/self/status")
-def test_a_mapped_run_never_holds_its_bytes_and_its_columns_at_once(tmp_path):
+def test_a_run_read_in_pieces_never_holds_its_bytes_and_its_columns_at_once(tmp_path):
     # The peak of reading a ten-million-line run was its bytes (377 MB) and
-    # pyarrow's parsed columns together. Here a 100 MB run: mapped, the
-    # reader's peak grows by less than half the file's size than read whole.
+    # pyarrow's parsed columns together. Here a 100 MB run: read in pieces,
+    # the reader's peak grows by less than half the file's size than read
+    # whole.
     import subprocess
     import sys
 
@@ -340,10 +338,10 @@ def test_a_mapped_run_never_holds_its_bytes_and_its_columns_at_once(tmp_path):
     size_mb = path.stat().st_size / 2**20
     env = {"PYTHONPATH": str(SRC)}
     peaks = {}
-    for how in ("read", "mapped"):
+    for how in ("whole", "pieces"):
         out = subprocess.run(
             [sys.executable, "-c", PEAK, str(path), how],
             capture_output=True, text=True, check=True, env={**os.environ, **env},
         ).stdout.split()  # fmt: skip
         peaks[how] = float(out[0])
-    assert peaks["read"] - peaks["mapped"] > 0.6 * size_mb, (peaks, size_mb)
+    assert peaks["whole"] - peaks["pieces"] > 0.6 * size_mb, (peaks, size_mb)

@@ -9,7 +9,8 @@ The formats are trec_eval's (``get_qrels.c``, ``get_trec_results.c``):
   its last line, as trec_eval names it.
 
 Fields are separated by ASCII whitespace. Blank lines, and lines whose first
-non-blank byte is ``#``, are skipped. Either file may be gzip-compressed
+non-blank byte is ``#``, are skipped. A line of more than
+:data:`LONGEST_LINE` bytes is refused as soon as it is read. Either file may be gzip-compressed
 (recognised by its first bytes, whatever its name), and ``-`` reads standard
 input. UTF-8 byte-order marks at the start of a file are not part of the
 first field: editors on Windows write one, and it would otherwise split a
@@ -32,9 +33,8 @@ every refusal. Decision 0018 records the measurements.
 from __future__ import annotations
 
 import functools
-import mmap
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -42,14 +42,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from lodestar._files import READ_BLOCK, Progress, map_plain, read_bytes, release, rereadable
+from lodestar._files import (
+    READ_BLOCK,
+    Progress,
+    long_line_at,
+    open_plain,
+    read_bytes,
+    read_pieces,
+    rereadable,
+)
 
 # progress(stage, done, total): bytes read ("reading") or parsed ("parsing")
 # of all.
 Stages = Callable[[str, int, int], None]
-# A large file is parsed in pieces of about this size, so that a progress line
-# can follow it.
-PARSE_PIECE = 1 << 26
+# A large file is read (a plain one) and parsed in pieces of about this size,
+# so that a progress line can follow it and a plain file's bytes are never
+# all held. Pieces of 16 MiB, which the C library's heap keeps between
+# pieces, read the TREC-depth run faster than 64 MiB ones, which are fresh
+# pages every time (decision 0039).
+PARSE_PIECE = 1 << 24
+# No line of a qrels or run is longer: a longer one is refused as soon as it
+# is read, so that a gzip of one endless line costs a block of memory, not
+# the line. trec_eval has no limit of its own (it reads a file whole, and
+# standard input in steps of 10,000 bytes, its MAXLINE, that it joins
+# again), but a TREC line is four to six short fields: identifiers of tens
+# of bytes, a URL as a docno of a few kB at most. 64 KiB is ten times the
+# longest of those and bounds a refused line's cost to reading one block.
+LONGEST_LINE = 1 << 16
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")
 RUN_FIELDS = ("qid", "Q0", "docno", "rank", "score", "runid")
 
@@ -90,7 +109,9 @@ class TrecFile(NamedTuple):
             return int(self.lines[record])
         data = self.data
         if data is None:
-            data = read_bytes(self.path, dash_is_stdin=True, refuse_nul=True)
+            data = read_bytes(
+                self.path, dash_is_stdin=True, refuse_nul=True, longest_line=LONGEST_LINE
+            )
         return int(content_lines(data)[record])
 
     def __len__(self) -> int:
@@ -170,24 +191,40 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
     if progress is not None:
         reading = functools.partial(progress, "reading")
         parsing = functools.partial(progress, "parsing")
-    # A large plain file is mapped and its pages dropped as they are parsed,
-    # so that its bytes and the parsed columns are not all held at once.
-    data = map_plain(path, dash_is_stdin=True)
-    if data is None:
-        data = read_bytes(path, progress=reading, dash_is_stdin=True, refuse_nul=True)
-    elif reading is not None:
-        reading(len(data), len(data))
-    found = _read_regular(name, data, qrels=qrels, groups=groups, progress=parsing)
+    found, data = None, None
+    # A plain file is read a piece at a time, each parsed and let go, so that
+    # its bytes and the parsed columns are not all held at once.
+    plain = open_plain(path, dash_is_stdin=True)
+    if plain is not None:
+        with plain:
+            size = os.fstat(plain.fileno()).st_size
+            if reading is not None:
+                reading(size, size)
+            pieces = read_pieces(name, plain, PARSE_PIECE)
+            found = _read_regular(name, pieces, size, qrels=qrels, groups=groups, progress=parsing)
+    if found is None:
+        data = read_bytes(
+            path,
+            progress=reading,
+            dash_is_stdin=True,
+            refuse_nul=True,
+            longest_line=LONGEST_LINE,
+        )
+        if plain is None:  # a plain file that was not regular is not parsed twice
+            found = _read_regular(
+                name, [(data, len(data))], len(data), qrels=qrels, groups=groups, progress=parsing
+            )
     # pyarrow's allocator returns freed memory to the system only after a
     # delay; the parsed table is gone, and the join is about to allocate as
     # much again.
     pa.default_memory_pool().release_unused()
     if found is None:
+        assert data is not None
         # The line-by-line reader's tokens are dictionary keys: bytes.
         found = _read_lines(name, bytes(data), qrels=qrels, groups=groups)
     # A regular file can be read again to locate a line; standard input and
     # a pipe cannot. (Not ``_replace``: a TrecFile's ``len`` counts its records.)
-    return TrecFile(*found[:-1], None) if rereadable(name) else found
+    return TrecFile(*found[:-1], None if rereadable(name) else data)
 
 
 # --------------------------------------------------------------------------
@@ -197,7 +234,8 @@ def _read(path, *, qrels: bool, groups: bool = False, progress: Stages | None = 
 
 def _read_regular(
     name: str,
-    data: bytes | bytearray | mmap.mmap,
+    pieces: Iterable[tuple[bytes | bytearray, int]],
+    size: int,
     *,
     qrels: bool,
     groups: bool = False,
@@ -206,26 +244,15 @@ def _read_regular(
     """The file read by pyarrow, or None if it is not regular enough to be read exactly.
 
     Regular: one delimiter (a tab, or a single space) between exactly four
-    (qrels) or six (run) fields on every line, no comment, no NUL byte, and
-    numbers pyarrow parses to what the line-by-line reader would accept. A
-    large file is parsed in pieces of whole lines (:data:`PARSE_PIECE`
-    bytes or so), one table chunk each, with ``progress(done, total)`` after
-    each piece.
+    (qrels) or six (run) fields on every line, no comment, no NUL byte, no
+    line longer than :data:`LONGEST_LINE`, and numbers pyarrow parses to
+    what the line-by-line reader would accept. Each piece
+    ``block[:end]`` (:func:`lodestar._files.read_pieces`; all of a file
+    held in memory is one) is checked, then parsed in parts of whole lines
+    (:data:`PARSE_PIECE` bytes or so), one table chunk each, with
+    ``progress(done, size)`` after each part. The records carry no bytes
+    (``data`` is None): the caller keeps what it must.
     """
-    if any(data.find(byte) >= 0 for byte in (b"#", b"\x00", b"\x0b", b"\x0c")):
-        return None
-    if data.find(b"\r") >= 0 and _count(data, b"\r") != _count(data, b"\r\n"):
-        return None
-    newline = data.find(b"\n")
-    first_line = data[:newline] if newline >= 0 else data[:]
-    if not first_line.strip():
-        return None
-    # One delimiter only: any other whitespace inside a line would split a
-    # field for the line-by-line reader but not for the CSV parser.
-    delimiter = "\t" if b"\t" in first_line else " "
-    if data.find(b" " if delimiter == "\t" else b"\t") >= 0:
-        return None
-    release(data)  # the scans touched every page
     fields = QRELS_FIELDS if qrels else RUN_FIELDS
     value_field = 3 if qrels else 4
     names = [f"f{i}" for i in range(len(fields))]
@@ -234,32 +261,57 @@ def _read_regular(
     wanted = [names[0], names[2], names[value_field]] + ([names[1]] if groups else [])
     options = {
         "read_options": pcsv.ReadOptions(column_names=names, block_size=READ_BLOCK),
-        "parse_options": pcsv.ParseOptions(
-            delimiter=delimiter,
-            quote_char=False,
-            escape_char=False,
-            double_quote=False,
-            newlines_in_values=False,
-            ignore_empty_lines=True,
-        ),
         "convert_options": pcsv.ConvertOptions(
             column_types=types, include_columns=wanted, strings_can_be_null=False
         ),
     }
-    buffer, pieces, start = pa.py_buffer(data), [], 0
-    try:
-        while start < len(data):
-            newline = data.find(b"\n", start + PARSE_PIECE)
-            end = len(data) if newline < 0 else newline + 1
-            pieces.append(pcsv.read_csv(buffer.slice(start, end - start), **options))
-            release(data, start, end)
-            start = end
-            if progress is not None:
-                progress(end, len(data))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    table = pa.concat_tables(pieces)  # the data hold a line, so there is a piece
-    del pieces
+    parts, done, delimiter, last_line = [], 0, None, b""
+    for block, end in pieces:
+        if not end:
+            return None  # a line longer than a piece: the whole file is read and refused
+        if any(block.find(byte, 0, end) >= 0 for byte in (b"#", b"\x00", b"\x0b", b"\x0c")):
+            return None
+        if block.find(b"\r", 0, end) >= 0 and block.count(b"\r", 0, end) != block.count(
+            b"\r\n", 0, end
+        ):
+            return None
+        if long_line_at(block, 0, end, LONGEST_LINE) >= 0:
+            return None  # the whole file is read, and the line refused with its number
+        if delimiter is None:
+            newline = block.find(b"\n", 0, end)
+            first_line = block[: newline if newline >= 0 else end]
+            if not first_line.strip():
+                return None
+            delimiter = "\t" if b"\t" in first_line else " "
+            options["parse_options"] = pcsv.ParseOptions(
+                delimiter=delimiter,
+                quote_char=False,
+                escape_char=False,
+                double_quote=False,
+                newlines_in_values=False,
+                ignore_empty_lines=True,
+            )
+        # One delimiter only: any other whitespace inside a line would split a
+        # field for the line-by-line reader but not for the CSV parser.
+        if block.find(b" " if delimiter == "\t" else b"\t", 0, end) >= 0:
+            return None
+        buffer, start = pa.py_buffer(block), 0
+        try:
+            while start < end:
+                newline = block.find(b"\n", start + PARSE_PIECE, end)
+                stop = end if newline < 0 else newline + 1
+                parts.append(pcsv.read_csv(buffer.slice(start, stop - start), **options))
+                start = stop
+                if progress is not None:
+                    progress(done + stop, size)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        last_line = _last_line(block, end) or last_line
+        done += end
+        # Let go of the piece before the next is read: two are never held.
+        del block, buffer
+    table = pa.concat_tables(parts)  # the data hold a line, so there is a part
+    del parts
     for column in wanted:
         chunks = table.column(column)
         if chunks.null_count:
@@ -285,7 +337,8 @@ def _read_regular(
     if not qrels and len(values):
         # The run is named by its last line's sixth field: read from that line
         # alone, not parsed as a column of every line.
-        runid = bytes(_last_line(data).split(delimiter.encode())[5])
+        assert delimiter is not None
+        runid = bytes(last_line.split(delimiter.encode())[5])
     return TrecFile(
         name,
         query_codes,
@@ -295,7 +348,7 @@ def _read_regular(
         values,
         runid,
         None,
-        None if isinstance(data, mmap.mmap) else data,
+        None,
     )
 
 
@@ -348,22 +401,8 @@ def binary_array(values: list[bytes]) -> pa.Array:
     return pa.Array.from_buffers(pa.large_binary(), len(values), buffers).cast(pa.binary())
 
 
-def _count(data, needle: bytes) -> int:
-    """``data.count(needle)``, also for a memory map (counted a piece at a time)."""
-    if not isinstance(data, mmap.mmap):
-        return data.count(needle)
-    # Each piece reaches len(needle) - 1 bytes into the next, so that an
-    # occurrence across a boundary is counted once, in the piece it starts in.
-    reach = len(needle) - 1
-    return sum(
-        data[start : start + PARSE_PIECE + reach].count(needle)
-        for start in range(0, len(data), PARSE_PIECE)
-    )
-
-
-def _last_line(data: bytes | bytearray | mmap.mmap) -> bytes | bytearray:
-    """The last non-empty line of ``data``, without its line end, read without copying ``data``."""
-    end = len(data)
+def _last_line(data: bytes | bytearray, end: int) -> bytes | bytearray:
+    """The last non-empty line of ``data[:end]``, without its line end; ``data`` is not copied."""
     while end and data[end - 1 : end] in (b"\n", b"\r"):
         end -= 1
     return data[data.rfind(b"\n", 0, end) + 1 : end]
