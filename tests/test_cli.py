@@ -172,6 +172,16 @@ def test_nothing_to_evaluate(tmp_path, capsys):
     assert evaluate_json(capsys, qrels, run, "-c", "-m", "ndcg")["mean"] == {"ndcg": 0.0}
 
 
+def test_qrels_and_run_both_from_standard_input_is_a_usage_error(capsys):
+    # Read twice, standard input left the run empty: "nothing to evaluate".
+    assert main(["evaluate", "-", "-", "-m", "map"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "lodestar: error: '-' is given more than once, but standard input can be read only "
+        "once; give the other files as paths",
+        "lodestar: see 'lodestar evaluate --help'",
+    ]
+
+
 def test_empty_run_file_with_complete(tmp_path, capsys):
     qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", "")
     result = evaluate_json(capsys, qrels, run, "-c", "-m", *DEFAULT_MEASURES)

@@ -539,6 +539,22 @@ _PATH_ERRORS = frozenset(
 )
 
 
+def _check_standard_input_once(paths: list[str]) -> None:
+    """Refuse ``-`` given twice: standard input can be read only once.
+
+    Read twice, the second file would be empty and the report would say that
+    no query is in both, which hides the mistake.
+
+    Raises:
+      UsageError: ``-`` is more than one of ``paths``.
+    """
+    if paths.count("-") > 1:
+        raise UsageError(
+            "'-' is given more than once, but standard input can be read only once; "
+            "give the other files as paths"
+        )
+
+
 def _check_evaluate_arguments(args: argparse.Namespace) -> None:
     """Refuse what evaluate's options cannot mean, before any file is read.
 
@@ -551,6 +567,7 @@ def _check_evaluate_arguments(args: argparse.Namespace) -> None:
         args.qrels, args.run = _example_paths()
     elif not (args.qrels and args.run):
         raise UsageError("give QRELS and RUN, or --example")
+    _check_standard_input_once([args.qrels, args.run])
     if args.max_documents is not None and args.max_documents < 1:
         raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
     if args.judged_only and args.max_documents is not None:
@@ -740,6 +757,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         raise UsageError("give QRELS and two or more RUNs, or --example")
     if len(args.runs) < 2:
         raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
+    _check_standard_input_once([args.qrels, *args.runs])
     # Checked before the runs are read and evaluated, which can take minutes.
     if args.permutations < 1:
         raise UsageError(f"--permutations takes a number of at least 1; got {args.permutations}")

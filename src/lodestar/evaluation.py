@@ -182,14 +182,18 @@ def _group_pair(qid, group) -> bytes:
     return b" ".join(parts)
 
 
-def _load(source, *, qrels: bool, judgment_groups: bool = False) -> _read.TrecFile:
+def _load(
+    source, *, qrels: bool, judgment_groups: bool = False, name: str | None = None
+) -> _read.TrecFile:
     """A qrels or run from a path, nested dicts, a DataFrame or an Arrow table.
 
     With ``judgment_groups`` the qrels name each judgment's group: a qrels_jg
     file, ``{qid: {group: {docno: relevance}}}``, or a table with a ``group``
-    column.
+    column. ``name`` names an in-memory source in messages (``run2``: one of
+    :func:`compare`'s runs); by default ``qrels`` or ``run``.
     """
     kind = "qrels" if qrels else "run"
+    label = kind if name is None else name
     groups = judgment_groups and qrels
     if isinstance(source, bytes):
         source = os.fsdecode(source)  # a path in the file system's encoding
@@ -212,10 +216,10 @@ def _load(source, *, qrels: bool, judgment_groups: bool = False) -> _read.TrecFi
                     qids.append(name)
                     docnos.append(docno)
                     values.append(value)
-        return _read.from_records(kind, qids, docnos, values, qrels=qrels)
+        return _read.from_records(label, qids, docnos, values, qrels=qrels)
     if hasattr(source, "column_names") or hasattr(source, "columns"):
-        qids, docnos, values = _columns(source, qrels=qrels, name=kind, groups=groups)
-        return _read.from_records(kind, list(qids), list(docnos), list(values), qrels=qrels)
+        qids, docnos, values = _columns(source, qrels=qrels, name=label, groups=groups)
+        return _read.from_records(label, list(qids), list(docnos), list(values), qrels=qrels)
     raise TypeError(
         f"{kind} must be a path, a dict, a pandas DataFrame or a pyarrow Table; "
         f"got {type(source).__name__}"
@@ -384,7 +388,8 @@ def run_joined(
     )
     if not joined.query_ids:
         raise ValueError(
-            "no query is in both the qrels and the run, so there is nothing to evaluate"
+            f"no query is in both the qrels and the run {run_file.path!r}, so there is "
+            "nothing to evaluate"
         )
     if definitions.judged_only:
         joined = _evaluate.judged_only(joined)
@@ -699,7 +704,7 @@ def compare(
         ignore_ties=switches["ignore_ties"],
     )
     qrels_file = _load(qrels, qrels=True)
-    run_files = {name: _load(run, qrels=False) for name, run in runs.items()}
+    run_files = {name: _load(run, qrels=False, name=name) for name, run in runs.items()}
     return compare_joined(
         qrels_file,
         run_files,
