@@ -336,13 +336,18 @@ def test_compare_names_the_run_that_shares_no_query():
         ({"relevance_level": None}, "relevance_level", "[0, inf). Got None instead."),
         ({"relevance_level": -1}, "relevance_level", "[0, inf). Got -1 instead."),
         ({"relevance_level": 0.5}, "relevance_level", "[0, inf). Got 0.5 instead."),
+        (
+            {"num_documents": 2**63},
+            "num_documents",
+            "[0, 9223372036854775807] or None. Got 9223372036854775808 instead.",
+        ),
     ],
 )
 @pytest.mark.parametrize("function", ["evaluate", "compare"])
 def test_options_are_checked_in_scikit_learns_words(function, options, error, message):
     qrels, run = generate(43)
-    if function == "compare" and "max_documents" in options:
-        pytest.skip("compare has no max_documents")
+    if function == "compare" and {"max_documents", "num_documents"} & set(options):
+        pytest.skip("compare has no max_documents or num_documents")
     text = f"The '{error}' parameter of {function} must be an int in the range {message}"
     with pytest.raises(lodestar.InvalidParameterError, match=re.escape(text)):
         if function == "evaluate":

@@ -576,6 +576,11 @@ def _check_evaluate_arguments(args: argparse.Namespace) -> None:
         raise UsageError("-J and -M together are not supported; give one of them")
     if args.num_documents is not None and args.num_documents < 0:
         raise UsageError(f"-N takes a number of documents of at least 0; got {args.num_documents}")
+    if args.num_documents is not None and args.num_documents > evaluation.LARGEST_WHOLE_NUMBER:
+        # trec_eval reads -N as a C long; utility's kernel reads it as int64.
+        raise UsageError(
+            f"-N takes a number of documents of at most 2**63 - 1; got {args.num_documents}"
+        )
     try:
         evaluation.check_relevance_level(args.relevance_level)
     except ValueError as error:

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lodestar import _registry
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
@@ -61,6 +62,9 @@ from lodestar._trec.names import parse as parse
 from lodestar._trec.read import TrecFile as TrecFile
 from lodestar._trec.read import read_run as read_run
 from lodestar._trec.read import show as show
+
+LARGEST_WHOLE_NUMBER = _registry.LARGEST_WHOLE_NUMBER
+"""The largest cut-off, gain level or ``-N`` (trec_eval's C long: 2**63 - 1)."""
 
 __all__ = ["Evaluation", "compare", "evaluate", "use_compilation_cache"]
 
@@ -534,7 +538,7 @@ def evaluate(
         or int; ``measures`` not a name or a sequence of names.
       InvalidParameterError: ``relevance_level`` not an int >= 0,
         ``max_documents`` not None and not an int >= 1, ``num_documents``
-        not None and not an int >= 0, ``err_max_label`` not None and not a
+        not None and not an int in ``[0, 2**63 - 1]``, ``err_max_label`` not None and not a
         float in (0, inf), or a switch that is not a bool.
       OSError: a file cannot be read.
 
@@ -565,8 +569,9 @@ def evaluate(
     )
     requests = _requests(measures, judgment_groups=switches["judgment_groups"])
     relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller=caller)
-    num_documents = _validation.check_int_or_none(
-        num_documents, name="num_documents", caller=caller, low=0
+    # trec_eval's -N is a C long, and utility's kernel reads it as int64.
+    num_documents = _validation.Interval(int, 0, _registry.LARGEST_WHOLE_NUMBER, "both").check(
+        num_documents, name="num_documents", caller=caller, none=True
     )
     if err_max_label is not None:
         err_max_label = _validation.check_positive_float(
