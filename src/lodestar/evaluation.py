@@ -533,7 +533,9 @@ def evaluate(
 
     Raises:
       ValueError: an unknown measure; a malformed record (the message names
-        the file or source and the line or record); no query to evaluate.
+        the file and line, or for a dict or table the query and document:
+        a relevance that is not an integer in int64's range, a score that is
+        not finite); no query to evaluate.
       TypeError: a source of another kind, or ids that are not str, bytes
         or int; ``measures`` not a name or a sequence of names.
       InvalidParameterError: ``relevance_level`` not an int >= 0,
