@@ -215,9 +215,9 @@ def _load(
                         f"a {kind} dict maps each query id to {shape} of document ids; "
                         f"query {qid!r} maps to {type(documents).__name__}"
                     )
-                name = _group_pair(qid, group) if groups else qid
+                query = _group_pair(qid, group) if groups else qid
                 for docno, value in documents.items():
-                    qids.append(name)
+                    qids.append(query)
                     docnos.append(docno)
                     values.append(value)
         return _read.from_records(label, qids, docnos, values, qrels=qrels)
