@@ -172,6 +172,26 @@ def test_nothing_to_evaluate(tmp_path, capsys):
     assert evaluate_json(capsys, qrels, run, "-c", "-m", "ndcg")["mean"] == {"ndcg": 0.0}
 
 
+def test_a_collection_size_past_int64_is_a_usage_error(tmp_path, capsys):
+    # It ended in an OverflowError at the kernel's int64 num_documents.
+    qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", RUN)
+    assert main(["evaluate", qrels, run, "--trec-eval", "-N", str(2**63), "-m", "utility"]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"lodestar: error: -N takes a number of documents of at most 2**63 - 1; got {2**63}"
+    )
+    assert main(["evaluate", qrels, run, "--trec-eval", "-N", str(2**63 - 1), "-m", "utility"]) == 0
+
+
+def test_qrels_and_run_both_from_standard_input_is_a_usage_error(capsys):
+    # Read twice, standard input left the run empty: "nothing to evaluate".
+    assert main(["evaluate", "-", "-", "-m", "map"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "lodestar: error: '-' is given more than once, but standard input can be read only "
+        "once; give the other files as paths",
+        "lodestar: see 'lodestar evaluate --help'",
+    ]
+
+
 def test_empty_run_file_with_complete(tmp_path, capsys):
     qrels, run = write(tmp_path, "q", QRELS), write(tmp_path, "r", "")
     result = evaluate_json(capsys, qrels, run, "-c", "-m", *DEFAULT_MEASURES)

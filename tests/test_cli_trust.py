@@ -559,10 +559,91 @@ def test_measure_parameters_take_ascii_numbers_in_their_range(measure, message, 
     assert message in err and "Traceback" not in err
 
 
-def test_a_gain_for_a_level_past_every_integer_is_held():
-    # It matches no judgment: the gains are the plain levels, as without it.
+def test_a_gain_for_a_level_past_int64_is_refused_as_a_cut_off_is(capsys):
+    # trec_eval would read the level as 2**63 - 1 (atol); int() refuses 4,300 digits.
     files = [str(TREC_EVAL / "qrels.test"), str(TREC_EVAL / "results.test")]
-    assert main(["evaluate", *files, "-m", "ndcg.99999999999999999999=1", "--json"]) == 0
+    for level in ("9223372036854775808", "9" * 5000):
+        assert main(["evaluate", *files, "-m", f"ndcg.{level}=1"]) == 2
+        assert "level a whole number up to 9223372036854775807" in capsys.readouterr().err
+    assert main(["evaluate", *files, "-m", "ndcg.9223372036854775807=1", "--json"]) == 0
+
+
+# Parameters at every size and of every kind: past int64, past float64, a
+# number of more digits than int() converts, negative, zero, NaN, infinity,
+# and no number at all.
+ODD_PARAMETERS = (
+    "9223372036854775807",
+    "9223372036854775808",
+    "123456789012345678901234",
+    "1" * 5000,
+    "1e308",
+    "1e400",
+    "-5",
+    "0",
+    "nan",
+    "inf",
+    "x",
+)
+
+
+def _odd_measure_names() -> list[tuple[str, str]]:
+    """``(family, name)``: every family of the registry and trec_eval's, with each odd parameter."""
+    from lodestar import _registry
+    from lodestar._trec import families
+
+    names = []
+    for value in ODD_PARAMETERS:
+        names.append(("relstring", f"relstring.{value}"))
+        for measure in _registry.MEASURES.values():
+            if measure.cutoff:
+                names.append((measure.key, f"{measure.key}@{value}"))
+        for key_families in families.FAMILIES.values():
+            for family in key_families:
+                if family.parameter in ("k", "multiple", "recall", "beta"):
+                    texts = [f"{family.name}.{value}", f"{family.name}_{value}"]
+                elif family.parameter == "gain":
+                    texts = [f"{family.name}.1={value}", f"{family.name}.{value}=2"]
+                elif family.parameter == "p":
+                    texts = [f"{family.name}.p={value}"]
+                elif family.parameter == "coefficients":
+                    texts = [f"{family.name}.{value},1,1,1", f"{family.name}.1,{value},1,1"]
+                else:
+                    texts = []
+                names += [(family.name, text) for text in texts]
+    return names
+
+
+def test_every_measure_parameter_at_any_size_is_a_value_or_one_error_line(tmp_path, capsys):
+    import lodestar
+
+    qrels = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"a": 1, "b": 3}}
+    run = {"q1": {"a": 2.0, "b": 1.0, "d": 0.5}, "q2": {"b": 1.0, "a": 0.5}}
+    qrels_path = write(tmp_path, "q", QRELS)
+    run_path = write(tmp_path, "r", RUN)
+    names = _odd_measure_names()
+    assert len(names) > 500
+    for family, name in names:
+        try:
+            status = main(["evaluate", qrels_path, run_path, "--trec-eval", "-q", "-m", name])
+        except Exception as error:  # noqa: BLE001  anything but a status is the defect
+            pytest.fail(f"lodestar evaluate -m {name[:80]}: {type(error).__name__}: {error}")
+        out, err = capsys.readouterr()
+        if status == 0:
+            assert not {"nan", "inf", "-inf"} & set(out.split()), (name[:80], out)
+        else:
+            errors = [line for line in err.splitlines() if line.startswith("lodestar: error: ")]
+            assert status in (1, 2) and len(errors) == 1, (name[:80], status, err)
+            assert "Traceback" not in err and "Exceeds the limit" not in err, (name[:80], err)
+        try:
+            mean = lodestar.evaluate(qrels, run, [name], trec_eval=True).mean
+        except ValueError as error:
+            message = str(error)
+            assert "\n" not in message and "Exceeds the limit" not in message, (name[:80], message)
+            assert family.lower() in message.lower(), (name[:80], message)
+        except Exception as error:  # noqa: BLE001  anything but a value or a ValueError
+            pytest.fail(f"lodestar.evaluate({name[:80]!r}): {type(error).__name__}: {error}")
+        else:
+            assert all(np.isfinite(v) for v in mean.values()), (name[:80], mean)
 
 
 def test_each_registry_interval_is_the_functions_own():

@@ -85,6 +85,30 @@ def test_compare_refusals(tmp_path, capsys):
     assert main(["compare", qrels, runs["base"], runs["better"], "--test", "z"]) == 2
 
 
+def test_a_run_that_shares_no_query_is_named(tmp_path, capsys):
+    qrels, runs = write_runs(tmp_path)
+    stranger = tmp_path / "stranger.run"
+    stranger.write_text("elsewhere Q0 d1 1 1.0 s\n")
+    assert main(["compare", qrels, runs["base"], str(stranger), "-m", "map"]) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == [
+        f"lodestar: error: no query is in both the qrels and the run {str(stranger)!r}, "
+        "so there is nothing to evaluate"
+    ]
+
+
+@pytest.mark.parametrize("where", ["qrels", "runs"])
+def test_standard_input_is_given_once(tmp_path, capsys, where):
+    qrels, runs = write_runs(tmp_path)
+    files = ["-", runs["base"], "-"] if where == "qrels" else [qrels, "-", "-"]
+    assert main(["compare", *files, "-m", "map"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "lodestar: error: '-' is given more than once, but standard input can be read only "
+        "once; give the other files as paths",
+        "lodestar: see 'lodestar compare --help'",
+    ]
+
+
 def test_tie_range_brackets_the_average(tmp_path, capsys):
     qrels, runs = write_runs(tmp_path)
     assert main(["evaluate", qrels, runs["tied"], "-m", "ndcg@10", "mrr", "--tie-range", "-q"]) == 0

@@ -247,13 +247,13 @@ def test_integer_and_bytes_ids_and_non_utf8():
             {"q": {"d": 1.5}},
             {"q": {"d": 1.0}},
             ValueError,
-            "qrels:1: expected an integer relevance, got '1.5'",
+            "qrels: query 'q', document 'd': expected an integer relevance, got '1.5'",
         ),
         (
             {"q": {"d": 1}},
-            {"q": {"d": float("nan")}},
+            {"q": {"c": 2.0, "d": float("nan")}},
             ValueError,
-            "run:1: expected a finite number as the score, got 'nan'",
+            "run: query 'q', document 'd': expected a finite number as the score, got 'nan'",
         ),
         ({"q": [1]}, {"q": {"d": 1.0}}, TypeError, "query 'q' maps to list"),
         ({"q": {"d": 1}}, {"q": {None: 1.0}}, TypeError, "document ids must be str, bytes or int"),
@@ -263,7 +263,12 @@ def test_integer_and_bytes_ids_and_non_utf8():
             TypeError,
             "run must be a path, a dict, a pandas DataFrame or a pyarrow Table",
         ),
-        ({"q": {"d": 1}}, {"z": {"d": 1.0}}, ValueError, "nothing to evaluate"),
+        (
+            {"q": {"d": 1}},
+            {"z": {"d": 1.0}},
+            ValueError,
+            "no query is in both the qrels and the run 'run', so there is nothing to evaluate",
+        ),
         ({"q": {"d": 1}}, {"q": {"d": 1.0}, "r": {}}, ValueError, None),
     ],
 )
@@ -276,6 +281,52 @@ def test_refusals(qrels, run, error, message):
 
 
 @pytest.mark.parametrize(
+    "relevance",
+    [np.uint64(2**63 + 5), 2**63 + 5, np.array([2**63 + 5], np.uint64), -(2**63) - 5],
+)
+def test_a_relevance_past_int64_is_refused_as_in_a_file(relevance, tmp_path):
+    # NumPy holds 2**63 + 5 as uint64, which once wrapped round to a negative
+    # judgment: unjudged, and map 0.0 instead of 1.0 or a refusal.
+    if isinstance(relevance, np.ndarray):
+        qrels = {"q_id": ["q1"], "doc_id": ["a"], "relevance": relevance}
+        qrels = pytest.importorskip("pandas").DataFrame(qrels)
+        shown = relevance[0]
+    else:
+        qrels, shown = {"q1": {"a": relevance}}, relevance
+    message = f"qrels: query 'q1', document 'a': relevance {shown} is out of range"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        lodestar.evaluate(qrels, {"q1": {"a": 1.0}}, ["map"], trec_eval=True)
+    path = tmp_path / "qrels"
+    path.write_text(f"q1 0 a {shown}\n")
+    with pytest.raises(ValueError, match=f"relevance {shown} is out of range"):
+        lodestar.evaluate(str(path), {"q1": {"a": 1.0}}, ["map"], trec_eval=True)
+
+
+@pytest.mark.parametrize("relevance", [1e308, float("inf"), float("nan"), 1.0])
+def test_a_real_relevance_is_refused_as_in_a_file(relevance):
+    message = f"qrels: query 'q1', document 'a': expected an integer relevance, got '{relevance}'"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        lodestar.evaluate({"q1": {"a": relevance}}, {"q1": {"a": 1.0}}, ["map"], trec_eval=True)
+
+
+@pytest.mark.parametrize(
+    ("relevance", "value"),
+    [(2**63 - 1, 1.0), (np.int64(-(2**63)), 0.0), (np.uint64(2**63 - 1), 1.0), (np.uint64(3), 1.0)],
+)
+def test_relevance_at_int64s_ends_is_a_judgment(relevance, value):
+    # As in a file: -2**63 is a negative judgment, read as unjudged by trec_eval's rules.
+    mean = lodestar.evaluate({"q1": {"a": relevance}}, {"q1": {"a": 1.0}}, ["map"], trec_eval=True)
+    assert mean.mean == {"map": value}
+
+
+def test_compare_names_the_run_that_shares_no_query():
+    qrels, run = generate(3)
+    stranger = {"elsewhere": {"d": 1.0}}
+    with pytest.raises(ValueError, match="the run 'run2', so there is nothing to evaluate"):
+        lodestar.compare(qrels, [run, stranger], ["map"])
+
+
+@pytest.mark.parametrize(
     "options, error, message",
     [
         ({"max_documents": 0}, "max_documents", "[1, inf) or None. Got 0 instead."),
@@ -285,13 +336,18 @@ def test_refusals(qrels, run, error, message):
         ({"relevance_level": None}, "relevance_level", "[0, inf). Got None instead."),
         ({"relevance_level": -1}, "relevance_level", "[0, inf). Got -1 instead."),
         ({"relevance_level": 0.5}, "relevance_level", "[0, inf). Got 0.5 instead."),
+        (
+            {"num_documents": 2**63},
+            "num_documents",
+            "[0, 9223372036854775807] or None. Got 9223372036854775808 instead.",
+        ),
     ],
 )
 @pytest.mark.parametrize("function", ["evaluate", "compare"])
 def test_options_are_checked_in_scikit_learns_words(function, options, error, message):
     qrels, run = generate(43)
-    if function == "compare" and "max_documents" in options:
-        pytest.skip("compare has no max_documents")
+    if function == "compare" and {"max_documents", "num_documents"} & set(options):
+        pytest.skip("compare has no max_documents or num_documents")
     text = f"The '{error}' parameter of {function} must be an int in the range {message}"
     with pytest.raises(lodestar.InvalidParameterError, match=re.escape(text)):
         if function == "evaluate":

@@ -42,17 +42,33 @@ def test_gain_table_maps_listed_levels_and_keeps_the_rest():
 
 
 @pytest.mark.parametrize(
-    "gains", [[(1, 2.0)], {-1: 2.0}, {1.5: 2.0}, {True: 2.0}, {1: float("inf")}, {1: "2"}]
+    "gains",
+    [
+        [(1, 2.0)],
+        {-1: 2.0},
+        {1.5: 2.0},
+        {True: 2.0},
+        {1: float("inf")},
+        {1: "2"},
+        # Past int64, where no relevance reaches (10**400 is past float64 too).
+        {2**63: 2.0},
+        {10**400: 2.0},
+        {1e300: 2.0},
+    ],
 )
 def test_gain_table_refuses_what_is_not_a_table_of_levels(gains):
     with pytest.raises(ValueError, match="The 'gains' parameter of GainTable must be a mapping"):
         GainTable(gains)
 
 
-@pytest.mark.parametrize("text", ["1", "1=2,1=3", "a=2", "1=x", "1=2,,2=3", "-1=2"])
+@pytest.mark.parametrize(
+    "text",
+    ["1", "1=2,1=3", "a=2", "1=x", "1=2,,2=3", "-1=2", "9223372036854775808=2", "9" * 5000 + "=2"],
+)
 def test_gain_table_parse_refuses_malformed_pairs(text):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="GainTable.parse expects comma-separated level=gain"):
         GainTable.parse(text)
+    assert GainTable.parse("9223372036854775807=2").levels == (2**63 - 1,)
 
 
 # --- trec_eval's ndcg with a judged pool and gain parameters -----------------------------

@@ -19,6 +19,8 @@ References, each independent of the code under test:
 * the report's tables and note, pinned verbatim on a small example.
 """
 
+import dataclasses
+import inspect
 import itertools
 import json
 import math
@@ -673,6 +675,64 @@ def test_corrections_along_the_last_axis():
         np.testing.assert_array_equal(holm[row], stats.holm(p[row]))
     assert stats.holm(np.zeros(0)).shape == (0,)
     assert jax.jit(stats.holm)(jnp.asarray(p)).shape == (3, 6)
+
+
+def test_corrections_near_a_threshold_survive_without_x64():
+    # In float32, 3 * 0.0166666667 is 0.05 and passes alpha = 0.05; 1e-60 is 0.
+    p = np.array([1e-60, 0.0166666667, 0.04])
+    with jax.enable_x64(False):
+        bonferroni, holm = stats.bonferroni(p), stats.holm(p)
+    assert isinstance(bonferroni, np.ndarray) and bonferroni.dtype == np.float64
+    np.testing.assert_allclose(bonferroni, [3e-60, 0.0500000001, 0.12], rtol=1e-15)
+    assert bonferroni[1] > 0.05
+    np.testing.assert_allclose(holm, [3e-60, 0.0333333334, 0.04], rtol=1e-15)
+
+
+def _float_results(result) -> list:
+    """Every floating-point value a public function of lodestar.stats returns."""
+    if dataclasses.is_dataclass(result):
+        values = [getattr(result, field.name) for field in dataclasses.fields(result)]
+    elif isinstance(result, tuple):
+        values = list(result)
+    else:
+        values = [result]
+    return [v for v in values if isinstance(v, float | np.floating | np.ndarray | jax.Array)]
+
+
+def test_every_public_function_returns_float64_numpy_without_x64():
+    a, b = runs_pair(12, 0.05)
+    p = np.array([1e-60, 0.0166666667, 0.04])
+    scores = {"x": {"map": a}, "y": {"map": b}, "z": {"map": (a + b) / 2}}
+    calls = {
+        "paired_t_test": lambda: stats.paired_t_test(a, b),
+        "randomization_test": lambda: stats.randomization_test(a, b, permutations=200),
+        "bootstrap_test": lambda: stats.bootstrap_test(a, b, samples=200),
+        "holm": lambda: stats.holm(p),
+        "bonferroni": lambda: stats.bonferroni(p),
+        "compare_scores": lambda: stats.compare_scores(scores, test="randomization"),
+    }
+    public = {name for name in stats.__all__ if inspect.isfunction(getattr(stats, name))}
+    assert public == set(calls)
+    for name, call in calls.items():
+        with jax.enable_x64(False):
+            values = _float_results(call())
+        assert values, name
+        for value in values:
+            assert not isinstance(value, jax.Array), (name, value)
+            assert np.asarray(value).dtype in (np.float64, np.int64, np.bool_), (name, value)
+
+
+def test_corrections_of_jax_arrays():
+    # Concrete: NumPy float64 of the values the array holds. Traced: JAX
+    # float64 under x64, and a refusal without it, as the tests do.
+    p = jnp.asarray([0.01, 0.04, 0.03], jnp.float32)
+    for function in (stats.holm, stats.bonferroni):
+        adjusted = function(p)
+        assert isinstance(adjusted, np.ndarray) and adjusted.dtype == np.float64
+        np.testing.assert_array_equal(adjusted, function(np.asarray(p, np.float64)))
+        assert jax.jit(function)(p).dtype == jnp.float64
+        with jax.enable_x64(False), pytest.raises(RuntimeError, match="computes and returns"):
+            jax.jit(function)(p)
 
 
 @pytest.mark.parametrize("function", [stats.holm, stats.bonferroni])

@@ -119,7 +119,7 @@ def test_trec_eval_order_is_kept_whatever_the_order_of_m(capsys):
         ("Rprec_mult.x", "is not a finite number"),
         ("iprec_at_recall.1.5", "is not in [0, 1]"),
         ("utility.1,2,3", "takes four coefficients"),
-        ("ndcg.1=3,1=4", "level a whole number given once"),
+        ("ndcg.1=3,1=4", "level a whole number up to 9223372036854775807 given once"),
         ("rbp.q=0.5", "takes one parameter, p"),
         ("map.5", "takes no parameters"),
         ("runid.3", "takes no parameters"),

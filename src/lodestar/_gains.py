@@ -251,8 +251,9 @@ class GainTable:
     label: give the measures a ``judged`` mask when level 0 has a gain.
 
     Args:
-      gains: A mapping from relevance levels (non-negative whole numbers) to
-        their gains (finite real numbers).
+      gains: A mapping from relevance levels (whole numbers in
+        ``[0, 2**63 - 1]``, the range of a relevance) to their gains (finite
+        real numbers).
 
     Raises:
       InvalidParameterError: ``gains`` is not such a mapping.
@@ -271,8 +272,9 @@ class GainTable:
     def __init__(self, gains: Mapping[int, float]):
         def refuse():
             return _validation.InvalidParameterError(
-                "The 'gains' parameter of GainTable must be a mapping of non-negative "
-                f"whole-number levels to finite float gains. Got {gains!r} instead."
+                "The 'gains' parameter of GainTable must be a mapping of whole-number "
+                f"levels in [0, {_registry.LARGEST_WHOLE_NUMBER}] to finite float gains. "
+                f"Got {gains!r} instead."
             )
 
         if not isinstance(gains, Mapping):
@@ -283,7 +285,8 @@ class GainTable:
                 isinstance(level, float) and math.isfinite(level) and level == int(level)
             )
             number = isinstance(gain, numbers.Real) and not isinstance(gain, bool)
-            if not whole or level < 0 or not number or not math.isfinite(float(gain)):
+            in_range = whole and 0 <= level <= _registry.LARGEST_WHOLE_NUMBER
+            if not in_range or not number or not math.isfinite(float(gain)):
                 raise refuse()
             pairs[int(level)] = float(gain)
         ordered = sorted(pairs.items())
@@ -300,8 +303,8 @@ class GainTable:
 
         Raises:
           InvalidParameterError: a pair is not ``level=gain`` with a
-            non-negative whole-number level and a finite gain, or a level
-            appears twice.
+            whole-number level in ``[0, 2**63 - 1]`` (as trec_eval reads a
+            long) and a finite gain, or a level appears twice.
         """
         gains = {}
         for pair in text.split(","):
@@ -309,12 +312,19 @@ class GainTable:
             parsed_level = parsed_gain = None
             # ASCII digits only, as trec_eval's C parser reads them (int() and
             # float() would take other scripts' digits and underscores too).
-            if re.fullmatch(r"[0-9]+", level) and _registry.REAL_NUMBER.fullmatch(gain):
+            # A level past int64 is refused, as a cut-off is: trec_eval would read it
+            # as 2**63 - 1, and int() refuses more than 4,300 digits.
+            if (
+                re.fullmatch(r"[0-9]+", level)
+                and not _registry.past_largest(level)
+                and _registry.REAL_NUMBER.fullmatch(gain)
+            ):
                 parsed_level, parsed_gain = int(level), float(gain)
             if not equals or parsed_level is None or parsed_level in gains:
                 raise _validation.InvalidParameterError(
                     "GainTable.parse expects comma-separated level=gain pairs with each "
-                    f"level a whole number given once, such as '1=3.5,2=9'. Got {text!r} instead."
+                    f"level a whole number up to {_registry.LARGEST_WHOLE_NUMBER} given once, "
+                    f"such as '1=3.5,2=9'. Got {text!r} instead."
                 )
             gains[parsed_level] = parsed_gain
         return cls(gains)

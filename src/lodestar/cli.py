@@ -539,6 +539,22 @@ _PATH_ERRORS = frozenset(
 )
 
 
+def _check_standard_input_once(paths: list[str]) -> None:
+    """Refuse ``-`` given twice: standard input can be read only once.
+
+    Read twice, the second file would be empty and the report would say that
+    no query is in both, which hides the mistake.
+
+    Raises:
+      UsageError: ``-`` is more than one of ``paths``.
+    """
+    if paths.count("-") > 1:
+        raise UsageError(
+            "'-' is given more than once, but standard input can be read only once; "
+            "give the other files as paths"
+        )
+
+
 def _check_evaluate_arguments(args: argparse.Namespace) -> None:
     """Refuse what evaluate's options cannot mean, before any file is read.
 
@@ -551,6 +567,7 @@ def _check_evaluate_arguments(args: argparse.Namespace) -> None:
         args.qrels, args.run = _example_paths()
     elif not (args.qrels and args.run):
         raise UsageError("give QRELS and RUN, or --example")
+    _check_standard_input_once([args.qrels, args.run])
     if args.max_documents is not None and args.max_documents < 1:
         raise UsageError(f"-M takes a number of documents of at least 1; got {args.max_documents}")
     if args.judged_only and args.max_documents is not None:
@@ -559,6 +576,11 @@ def _check_evaluate_arguments(args: argparse.Namespace) -> None:
         raise UsageError("-J and -M together are not supported; give one of them")
     if args.num_documents is not None and args.num_documents < 0:
         raise UsageError(f"-N takes a number of documents of at least 0; got {args.num_documents}")
+    if args.num_documents is not None and args.num_documents > evaluation.LARGEST_WHOLE_NUMBER:
+        # trec_eval reads -N as a C long; utility's kernel reads it as int64.
+        raise UsageError(
+            f"-N takes a number of documents of at most 2**63 - 1; got {args.num_documents}"
+        )
     try:
         evaluation.check_relevance_level(args.relevance_level)
     except ValueError as error:
@@ -740,6 +762,7 @@ def _run_compare(args: argparse.Namespace, out) -> int:
         raise UsageError("give QRELS and two or more RUNs, or --example")
     if len(args.runs) < 2:
         raise UsageError(f"compare needs at least 2 runs; got {len(args.runs)}")
+    _check_standard_input_once([args.qrels, *args.runs])
     # Checked before the runs are read and evaluated, which can take minutes.
     if args.permutations < 1:
         raise UsageError(f"--permutations takes a number of at least 1; got {args.permutations}")

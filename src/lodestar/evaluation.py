@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from lodestar import _registry
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
@@ -63,6 +64,9 @@ from lodestar._trec.names import parse as parse
 from lodestar._trec.read import TrecFile as TrecFile
 from lodestar._trec.read import read_run as read_run
 from lodestar._trec.read import show as show
+
+LARGEST_WHOLE_NUMBER = _registry.LARGEST_WHOLE_NUMBER
+"""The largest cut-off, gain level or ``-N`` (trec_eval's C long: 2**63 - 1)."""
 
 __all__ = ["Evaluation", "compare", "evaluate", "use_compilation_cache"]
 
@@ -184,14 +188,18 @@ def _group_pair(qid, group) -> bytes:
     return b" ".join(parts)
 
 
-def _load(source, *, qrels: bool, judgment_groups: bool = False) -> _read.TrecFile:
+def _load(
+    source, *, qrels: bool, judgment_groups: bool = False, name: str | None = None
+) -> _read.TrecFile:
     """A qrels or run from a path, nested dicts, a DataFrame or an Arrow table.
 
     With ``judgment_groups`` the qrels name each judgment's group: a qrels_jg
     file, ``{qid: {group: {docno: relevance}}}``, or a table with a ``group``
-    column.
+    column. ``name`` names an in-memory source in messages (``run2``: one of
+    :func:`compare`'s runs); by default ``qrels`` or ``run``.
     """
     kind = "qrels" if qrels else "run"
+    label = kind if name is None else name
     groups = judgment_groups and qrels
     if isinstance(source, bytes):
         source = os.fsdecode(source)  # a path in the file system's encoding
@@ -209,15 +217,15 @@ def _load(source, *, qrels: bool, judgment_groups: bool = False) -> _read.TrecFi
                         f"a {kind} dict maps each query id to {shape} of document ids; "
                         f"query {qid!r} maps to {type(documents).__name__}"
                     )
-                name = _group_pair(qid, group) if groups else qid
+                query = _group_pair(qid, group) if groups else qid
                 for docno, value in documents.items():
-                    qids.append(name)
+                    qids.append(query)
                     docnos.append(docno)
                     values.append(value)
-        return _read.from_records(kind, qids, docnos, values, qrels=qrels)
+        return _read.from_records(label, qids, docnos, values, qrels=qrels)
     if hasattr(source, "column_names") or hasattr(source, "columns"):
-        qids, docnos, values = _columns(source, qrels=qrels, name=kind, groups=groups)
-        return _read.from_records(kind, list(qids), list(docnos), list(values), qrels=qrels)
+        qids, docnos, values = _columns(source, qrels=qrels, name=label, groups=groups)
+        return _read.from_records(label, list(qids), list(docnos), list(values), qrels=qrels)
     raise TypeError(
         f"{kind} must be a path, a dict, a pandas DataFrame or a pyarrow Table; "
         f"got {type(source).__name__}"
@@ -386,7 +394,8 @@ def run_joined(
     )
     if not joined.query_ids:
         raise ValueError(
-            "no query is in both the qrels and the run, so there is nothing to evaluate"
+            f"no query is in both the qrels and the run {run_file.path!r}, so there is "
+            "nothing to evaluate"
         )
     if definitions.judged_only:
         joined = _evaluate.judged_only(joined)
@@ -526,12 +535,14 @@ def evaluate(
 
     Raises:
       ValueError: an unknown measure; a malformed record (the message names
-        the file or source and the line or record); no query to evaluate.
+        the file and line, or for a dict or table the query and document:
+        a relevance that is not an integer in int64's range, a score that is
+        not finite); no query to evaluate.
       TypeError: a source of another kind, or ids that are not str, bytes
         or int; ``measures`` not a name or a sequence of names.
       InvalidParameterError: ``relevance_level`` not an int >= 0,
         ``max_documents`` not None and not an int >= 1, ``num_documents``
-        not None and not an int >= 0, ``err_max_label`` not None and not a
+        not None and not an int in ``[0, 2**63 - 1]``, ``err_max_label`` not None and not a
         float in (0, inf), or a switch that is not a bool.
       OSError: a file cannot be read.
 
@@ -562,8 +573,9 @@ def evaluate(
     )
     requests = _requests(measures, judgment_groups=switches["judgment_groups"])
     relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller=caller)
-    num_documents = _validation.check_int_or_none(
-        num_documents, name="num_documents", caller=caller, low=0
+    # trec_eval's -N is a C long, and utility's kernel reads it as int64.
+    num_documents = _validation.Interval(int, 0, _registry.LARGEST_WHOLE_NUMBER, "both").check(
+        num_documents, name="num_documents", caller=caller, none=True
     )
     if err_max_label is not None:
         err_max_label = _validation.check_positive_float(
@@ -701,7 +713,7 @@ def compare(
         ignore_ties=switches["ignore_ties"],
     )
     qrels_file = _load(qrels, qrels=True)
-    run_files = {name: _load(run, qrels=False) for name, run in runs.items()}
+    run_files = {name: _load(run, qrels=False, name=name) for name, run in runs.items()}
     return compare_joined(
         qrels_file,
         run_files,

@@ -450,7 +450,15 @@ def aggregate(request: Request, values: np.ndarray) -> float:
     if how == "geometric":
         # trec_eval's MIN_GEO_MEAN floor keeps a query scoring 0 from zeroing the mean.
         return float(np.exp(np.mean(np.log(np.maximum(values, 1e-5))))) if len(values) else 0.0
-    return float(values.mean()) if len(values) else 0.0
+    if not len(values):
+        return 0.0
+    with np.errstate(over="ignore"):
+        mean = float(values.mean())
+    if not np.isfinite(mean):
+        # The sum of finite values overflowed (utility.1e308,...): their mean
+        # is finite, and summing the shares cannot overflow.
+        mean = float(np.sum(values / len(values)))
+    return mean
 
 
 def tie_broken(joined: Joined, *, tie_key: str, highest_first: bool, level: int) -> Joined:

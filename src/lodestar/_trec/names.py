@@ -177,6 +177,11 @@ _DIGITS = re.compile(r"[0-9]+")
 def _cutoff(text: str, token: str) -> int:
     if not _DIGITS.fullmatch(token):
         raise ValueError(f"measure {text!r}: the cut-off {token!r} is not a whole number")
+    if _registry.past_largest(token):
+        raise ValueError(
+            f"measure {text!r}: the cut-off is past {_registry.LARGEST_WHOLE_NUMBER} "
+            "(2**63 - 1), the largest a cut-off can be"
+        )
     k = int(token)
     if k < 1:
         raise ValueError(f"measure {text!r} has cut-off {k}; a cut-off must be at least 1")

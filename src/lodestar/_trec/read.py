@@ -457,12 +457,14 @@ def _read_lines(name: str, data: bytes, *, qrels: bool, groups: bool = False) ->
         if not qrels:
             runid = tokens[5]
     line_numbers = np.array(lines, np.int64)
+
+    def place(record: int) -> str:
+        return f"{name}:{line_numbers[record]}"
+
     if qrels:
-        parsed = _numbers(name, values, line_numbers, kind=int, what="an integer relevance")
+        parsed = _numbers(values, place, kind=int, what="an integer relevance")
     else:
-        parsed = _numbers(
-            name, values, line_numbers, kind=float, what="a finite number as the score"
-        )
+        parsed = _numbers(values, place, kind=float, what="a finite number as the score")
     return _encoded(name, qids, docnos, parsed, runid, line_numbers, data)
 
 
@@ -486,12 +488,14 @@ def _encoded(name, qids, docnos, values, runid, lines, data) -> TrecFile:
 
 
 def _numbers(
-    path: str, tokens: list[bytes], lines: np.ndarray, *, kind: type, what: str, field=True
+    tokens: list[bytes], place: Callable[[int], str], *, kind: type, what: str, field=True
 ):
     """Parse ``tokens`` as ``kind`` (int or float) in bulk; word the first failure.
 
     Python's ``int`` and ``float`` also accept ``1_000``, which C's ``atol`` and
-    ``atof`` (and so trec_eval) read as 1, so digit separators are refused.
+    ``atof`` (and so trec_eval) read as 1, so digit separators are refused. A
+    refusal starts with ``place(i)`` of the ``i``-th token: a file's
+    ``path:line``, or an in-memory record's query and document.
     """
     dtype = np.int64 if kind is int else np.float64
     where = (" (field 4)" if kind is int else " (field 5)") if field else ""
@@ -503,15 +507,15 @@ def _numbers(
         values = None
     if values is not None and (kind is int or bool(np.isfinite(values).all())):
         return values
-    for token, line in zip(tokens, lines, strict=True):
+    for record, token in enumerate(tokens):
         try:
             number = kind(token) if b"_" not in token else None
         except (ValueError, OverflowError):
             number = None
         if number is None or (kind is float and not np.isfinite(number)):
-            raise refuse(path, int(line), f"expected {what}{where}, got {show(token)!r}")
+            raise ValueError(f"{place(record)}: expected {what}{where}, got {show(token)!r}")
         if kind is int and abs(number) >= 2**63:
-            raise refuse(path, int(line), f"relevance {show(token)} is out of range")
+            raise ValueError(f"{place(record)}: relevance {show(token)} is out of range")
     raise AssertionError("unreachable: bulk parse failed but no token did")  # pragma: no cover
 
 
@@ -539,12 +543,12 @@ def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) ->
     """A :class:`TrecFile` from parallel sequences of query ids, docnos and values.
 
     Ids may be ``str`` (UTF-8), ``bytes`` or integers. Values are checked as
-    the files' are: an integer relevance, a finite score. Records are
-    numbered from 1 in messages, as lines are.
+    the files' are: an integer relevance in int64's range, a finite score. A
+    refused value is named by its query and document.
 
     Raises:
-      ValueError: a value is refused (the message names ``name`` and the
-        record).
+      ValueError: a value is refused (the message names ``name``, the
+        query and the document).
       TypeError: an id is of another type.
     """
     qid_bytes = [identifier(q, what="query ids") for q in qids]
@@ -553,7 +557,12 @@ def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) ->
         raise ValueError(f"{name}: query ids, document ids and values differ in length")
     raw = np.asarray(values)
     lines = np.arange(1, len(qid_bytes) + 1, dtype=np.int64)
-    if raw.dtype.kind in "iub" or (qrels and raw.dtype.kind == "f" and len(raw) == 0):
+    # An unsigned relevance past int64 (NumPy holds 2**63 + 5 as uint64) is
+    # refused below, as the file reader refuses it, rather than wrapped round.
+    past_int64 = raw.dtype.kind == "u" and qrels and bool((raw > np.iinfo(np.int64).max).any())
+    if (raw.dtype.kind in "iub" and not past_int64) or (
+        qrels and raw.dtype.kind == "f" and len(raw) == 0
+    ):
         parsed = raw.astype(np.int64 if qrels else np.float64)
     elif raw.dtype.kind == "f" and not qrels:
         parsed = raw.astype(np.float64)
@@ -562,7 +571,12 @@ def from_records(name: str, qids, docnos, values, *, qrels: bool, runid=None) ->
     if parsed is None or (not qrels and not np.isfinite(parsed).all()):
         what = "an integer relevance" if qrels else "a finite number as the score"
         tokens = [str(v).encode() for v in values]
-        parsed = _numbers(name, tokens, lines, kind=int if qrels else float, what=what, field=False)
+
+        def place(record: int) -> str:
+            query, document = show(qid_bytes[record]), show(docno_bytes[record])
+            return f"{name}: query {query!r}, document {document!r}"
+
+        parsed = _numbers(tokens, place, kind=int if qrels else float, what=what, field=False)
     if qrels or runid is None:
         runid = None
     else:

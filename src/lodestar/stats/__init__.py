@@ -30,12 +30,15 @@ of sign flips or resamples for the whole batch, and it depends only on the
 seed and ``n``, so a pair's p-value is the same whether it is tested alone or
 with others.
 
-**Precision.** Every test computes in float64 and returns float64 whatever
-``jax_enable_x64`` says, because p-values near a threshold, p-values far
-below float32's range and exactly tied statistics need it (decision 0014
-records the measurements). Eager calls return NumPy float64 values (int64
-counts), scalars for a single comparison, so a p-value of 1e-230 is not
-rounded to 0 on the way out. The functions are pure and work under
+**Precision.** Every test and correction computes in float64 and returns
+float64 whatever ``jax_enable_x64`` says, because p-values near a threshold,
+p-values far below float32's range and exactly tied statistics need it
+(decision 0014 records the measurements): in float32, Bonferroni's
+``3 * 0.0166666667`` is 0.05 and passes ``alpha = 0.05``. Eager calls return
+NumPy float64 values (int64 counts), scalars for a single comparison, so a
+p-value of 1e-230 is not rounded to 0 on the way out. A JAX array given as
+input holds what it holds: made with x64 off it is float32, and its values
+are corrected as they are, in float64. The functions are pure and work under
 :func:`jax.jit`, with ``permutations`` and ``samples`` static, and then
 return JAX float64 arrays: they need x64 on while they are traced (globally,
 or ``with jax.enable_x64(True):`` around the jitted call), and say so rather

@@ -93,3 +93,14 @@ def check_traceable(*inputs, caller: str) -> None:
             f"random draws in) only with x64 on: under jax.jit or vmap, turn "
             f"jax_enable_x64 on (globally, or with jax.enable_x64(True) around the call)."
         )
+
+
+def host_results(arrays):
+    """Concrete results as NumPy float64 and int64, whatever ``jax_enable_x64`` says.
+
+    A p-value of 1e-300 or one 5e-8 from a threshold must survive the return
+    (decision 0014); a JAX array made float64 inside ``jax.enable_x64`` would
+    be float64 in a program that cannot hold it. Traced results (x64 is then
+    on) are returned as they are.
+    """
+    return tuple(np.asarray(x)[()] if _validation.is_concrete(x) else x for x in arrays)

@@ -11,9 +11,9 @@ from lodestar.stats import _checks
 
 
 def _check_p_values(p_values, *, caller: str):
+    """``p_values`` checked, as a float64 JAX array (call under x64)."""
     _checks.check_numeric(p_values, name="p_values", caller=caller)
-    p = jnp.asarray(p_values)
-    p = p.astype(jnp.result_type(p.dtype, float))
+    p = jnp.asarray(p_values).astype(jnp.float64)
     if p.ndim == 0:
         raise ValueError(f"{caller} expects p_values of shape (..., m); got a scalar.")
     if _validation.is_concrete(p):
@@ -32,13 +32,15 @@ def bonferroni(p_values):
         is one family of ``m`` hypotheses.
 
     Returns:
-      The adjusted p-values, same shape and float dtype. Rejecting where the
-      adjusted p-value is at most ``alpha`` controls the family-wise error
-      rate at ``alpha``.
+      The adjusted p-values, same shape, float64 whatever ``jax_enable_x64``
+      says (NumPy for a concrete input, as the tests return; see
+      :mod:`lodestar.stats`). Rejecting where the adjusted p-value is at
+      most ``alpha`` controls the family-wise error rate at ``alpha``.
 
     Raises:
       ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN
         or a value outside [0, 1].
+      RuntimeError: traced (under :func:`jax.jit`) with x64 off.
 
     Example:
       >>> from lodestar import stats
@@ -49,8 +51,12 @@ def bonferroni(p_values):
       Dunn, "Multiple comparisons among means", JASA 56(293), 1961.
       https://doi.org/10.1080/01621459.1961.10482090
     """
-    p = _check_p_values(p_values, caller="bonferroni")
-    return _bonferroni(p)
+    caller = "bonferroni"
+    _checks.check_traceable(p_values, caller=caller)
+    with jax.enable_x64(True):
+        p = _check_p_values(p_values, caller=caller)
+        (adjusted,) = _checks.host_results([_bonferroni(p)])
+    return adjusted
 
 
 @jax.jit
@@ -74,11 +80,14 @@ def holm(p_values):
         is one family of ``m`` hypotheses.
 
     Returns:
-      The adjusted p-values, same shape and float dtype, in the input's order.
+      The adjusted p-values, same shape, in the input's order; float64
+      whatever ``jax_enable_x64`` says (NumPy for a concrete input, as the
+      tests return; see :mod:`lodestar.stats`).
 
     Raises:
       ValueError: a scalar, a non-numeric input, or (on concrete inputs) NaN
         or a value outside [0, 1].
+      RuntimeError: traced (under :func:`jax.jit`) with x64 off.
 
     Example:
       >>> from lodestar import stats
@@ -89,8 +98,12 @@ def holm(p_values):
       Holm, "A simple sequentially rejective multiple test procedure",
       Scand. J. Statist. 6(2), 1979. https://www.jstor.org/stable/4615733
     """
-    p = _check_p_values(p_values, caller="holm")
-    return p if p.shape[-1] == 0 else _holm(p)
+    caller = "holm"
+    _checks.check_traceable(p_values, caller=caller)
+    with jax.enable_x64(True):
+        p = _check_p_values(p_values, caller=caller)
+        (adjusted,) = _checks.host_results([p if p.shape[-1] == 0 else _holm(p)])
+    return adjusted
 
 
 @jax.jit

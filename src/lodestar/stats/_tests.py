@@ -111,17 +111,6 @@ class BootstrapResult(NamedTuple):
     confidence: float
 
 
-def _results(arrays):
-    """Concrete results as NumPy float64 and int64, whatever ``jax_enable_x64`` says.
-
-    A p-value of 1e-300 or one 5e-8 from a threshold must survive the return
-    (decision 0014); a JAX array made float64 inside ``jax.enable_x64`` would
-    be float64 in a program that cannot hold it. Traced results (x64 is then
-    on) are returned as they are.
-    """
-    return tuple(np.asarray(x)[()] if _validation.is_concrete(x) else x for x in arrays)
-
-
 def _nan_where_nonfinite(value, a, b):
     """NaN for each comparison whose inputs hold NaN or infinity (traced inputs only)."""
     bad = jnp.any(~jnp.isfinite(a) | ~jnp.isfinite(b), axis=-1)
@@ -410,7 +399,7 @@ def paired_t_test(a, b) -> TTestResult:
     _checks.check_traceable(a, b, caller=caller)
     with jax.enable_x64(True):
         a, b = _checks.check_pair(a, b, caller=caller)
-        statistic, p_value, mean, effect = _results(t_kernel(a - b))
+        statistic, p_value, mean, effect = _checks.host_results(t_kernel(a - b))
     return TTestResult(statistic, p_value, a.shape[-1] - 1, mean, effect)
 
 
@@ -505,7 +494,7 @@ def randomization_test(a, b, *, permutations: int = 100_000, seed=0) -> Randomiz
     with jax.enable_x64(True):
         a, b = _checks.check_pair(a, b, caller=caller)
         *arrays, flips, exact = randomization(a, b, seed, permutations)
-        statistic, p_value, mean, count = _results(arrays)
+        statistic, p_value, mean, count = _checks.host_results(arrays)
     return RandomizationResult(statistic, p_value, mean, count, flips, exact)
 
 
@@ -600,7 +589,7 @@ def bootstrap_test(
     confidence = _checks.check_unit_interval(confidence, name="confidence", caller=caller)
     with jax.enable_x64(True):
         a, b = _checks.check_pair(a, b, caller=caller)
-        statistic, p_value, mean, low, high, count = _results(
+        statistic, p_value, mean, low, high, count = _checks.host_results(
             bootstrap(a, b, seed, samples, confidence, caller=caller)
         )
     return BootstrapResult(statistic, p_value, mean, low, high, count, samples, confidence)
