@@ -465,3 +465,39 @@ def test_every_trec_eval_measure_fits_one_batch_in_memory_the_allocator_keeps(tm
             kept = _executables._load(str(path))
             assert isinstance(kept, _executables._Kept)
             assert kept.run.memory_analysis().temp_size_in_bytes < 32 * 2**20
+
+
+def test_a_kernel_that_cannot_be_exported_runs_and_is_not_kept(tmp_path):
+    # Per-level gains (G.1=3) rank with a host callback, which jax.export
+    # refuses: the kernel runs as jitted, twice alike, and nothing is kept
+    # (the old store failed to pickle it, with a traceback).
+    cache = tmp_path / "cache"
+    arguments = [*ARGUMENTS, "-m", "G.1=3", "--trec-eval"]
+    first = _program(arguments, cache)
+    assert _kept(cache) == []
+    second = _program(arguments, cache)
+    assert second.stdout == first.stdout
+    assert _notes(second) == []
+
+
+def test_from_python_a_shared_directory_is_a_warning(tmp_path):
+    import jax
+
+    import lodestar
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    before = jax.config.values["jax_compilation_cache_dir"]
+    with pytest.warns(RuntimeWarning, match=r"can be written by other users .*chmod go-w"):
+        assert lodestar.use_compilation_cache(shared) is None
+    assert jax.config.values["jax_compilation_cache_dir"] == before
+    assert _executables._directory is None
+
+
+@pytest.mark.parametrize("max_size", [0, -1, 1.5, True, "1G"])
+def test_a_size_limit_must_be_a_positive_number_of_bytes(tmp_path, max_size):
+    import lodestar
+
+    with pytest.raises(ValueError, match="max_size must be a positive number of bytes"):
+        lodestar.use_compilation_cache(tmp_path, max_size=max_size)
