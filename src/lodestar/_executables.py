@@ -172,7 +172,7 @@ def expect(command: str) -> Callable[[], None]:
 
     def load() -> None:
         for path, future in pending.items():
-            kept: _Kept | None = None
+            kept: _Kept | _Rejected | None = None
             try:
                 kept = _load(path)
             finally:  # never leave the evaluation waiting
