@@ -59,6 +59,12 @@ CASES = {
         "qrels.test",
         "results.test",
     ],
+    # Values that fall half-way in the fourth decimal, where the order of
+    # trec_eval's arithmetic decides the digit (PROVENANCE.md): rbp's weights
+    # stepped by repeated products (0.0364, not 0.0365), and P_1000's
+    # quotients summed in query order (0.0072, not 0.0073).
+    "out.rbp_half.aq": ["-m", "all_trec", "-q", "qrels.rbp_half", "results.rbp_half"],
+    "out.P_half.aq": ["-m", "all_trec", "-q", "qrels.P_half", "results.P_half"],
     "out.test.meas_params": [
         "-q",
         "-miprec_at_recall..10,.20,.25,.75,.50",

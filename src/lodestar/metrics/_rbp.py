@@ -32,11 +32,36 @@ def _rank_biased_precision(lists: _kernel.RankedLists, k, *, p, max_label=None):
         top = jnp.broadcast_to(jnp.asarray(max_label, dtype), labels.shape[:-1])
     else:
         top = jnp.max(labels, axis=-1, initial=0)
-    # trec_eval rescales the gains to [0, 1] only when one exceeds 1.
-    gains = labels / jnp.maximum(top, 1)[..., None]
-    value = lists.ranking.weighted_sum(gains, persistence_table(lists, k, p))
+    if "max_label" in lists.context and lists.ranking.ignore_ties:
+        value = _trec_eval_rank_biased_precision(lists, labels, top, k, p)
+    else:
+        # trec_eval rescales the gains to [0, 1] only when one exceeds 1.
+        gains = labels / jnp.maximum(top, 1)[..., None]
+        value = lists.ranking.weighted_sum(gains, persistence_table(lists, k, p))
     # A label above its list's max_label would be a gain above 1.
     return jnp.where(jnp.any(labels > top[..., None], axis=-1), jnp.nan, value)
+
+
+def ranked_in_cut(lists: _kernel.RankedLists, values, k):
+    """``values`` in rank order (ties broken by index), 0 from position ``k`` on and on padding."""
+    order = lists.ranking.rank_order()
+    ranked = jnp.take_along_axis(jnp.where(lists.valid, values, 0), order, axis=-1)
+    return jnp.where(jnp.arange(lists.n) < k, ranked, 0)
+
+
+def _trec_eval_rank_biased_precision(lists: _kernel.RankedLists, labels, top, k, p):
+    """RBP in m_rbp.c's order: ``(1 - p) * (g_0 p^0 + g_1 p^1 + ...)``, left to right.
+
+    Under trec_eval's definitions with ties broken (its one order), so that
+    the value is trec_eval's to the bit: each weight is the previous one times
+    ``p`` rather than a power, each gain a correctly rounded quotient, and the
+    terms are added in rank order. Averaging over ties keeps the positional
+    form above (a value trec_eval never computes).
+    """
+    p = jnp.asarray(p, lists.dtype)
+    gains = _kernel.ratio_or_zero(labels, jnp.maximum(top, 1)[..., None])
+    weights = _kernel.repeated_powers(p, lists.n)
+    return (1 - p) * _kernel.sum_in_order(ranked_in_cut(lists, gains, k) * weights)
 
 
 def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
@@ -55,8 +80,13 @@ def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
     return tail * (1 - none) + spread
 
 
+# It asks for the rank order under trec_eval's definitions, ties broken.
 RANK_BIASED_PRECISION = _kernel.Formula(
-    "rank_biased_precision", _rank_biased_precision, labels="graded", nonnegative_labels=True
+    "rank_biased_precision",
+    _rank_biased_precision,
+    labels="graded",
+    nonnegative_labels=True,
+    uses_order=True,
 )
 # It reads which positions hold unjudged items, not relevance.
 RANK_BIASED_PRECISION_RESIDUAL = _kernel.Formula(
