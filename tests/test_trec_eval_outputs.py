@@ -65,6 +65,14 @@ CASES = {
     # quotients summed in query order (0.0072, not 0.0073).
     "out.rbp_half.aq": ["-m", "all_trec", "-q", "qrels.rbp_half", "results.rbp_half"],
     "out.P_half.aq": ["-m", "all_trec", "-q", "qrels.P_half", "results.P_half"],
+    # rbp_resid's terms in rank order: 0.8271000000000002 for q1, all 0.4136.
+    "out.rbp_resid_half.aq": [
+        "-m",
+        "all_trec",
+        "-q",
+        "qrels.rbp_resid_half",
+        "results.rbp_resid_half",
+    ],
     "out.test.meas_params": [
         "-q",
         "-miprec_at_recall..10,.20,.25,.75,.50",

@@ -64,9 +64,27 @@ def _trec_eval_rank_biased_precision(lists: _kernel.RankedLists, labels, top, k,
     return (1 - p) * _kernel.sum_in_order(ranked_in_cut(lists, gains, k) * weights)
 
 
+def _trec_eval_residual(lists: _kernel.RankedLists, unjudged, k, p):
+    """RBP's residual in m_rbp_resid.c's order, as :func:`_trec_eval_rank_biased_precision`.
+
+    ``p^K + (1 - p) * (sum of the unjudged positions' weights)``, the weights
+    stepped by repeated products up to the ``K``-th and added in rank order;
+    0 when every one of the first ``K`` retrieved items was judged.
+    """
+    p = jnp.asarray(p, lists.dtype)
+    weights = _kernel.repeated_powers(p, lists.n + 1)
+    ranked = ranked_in_cut(lists, unjudged.astype(lists.dtype), k)
+    spread = _kernel.sum_in_order(ranked * weights[:-1])
+    retrieved = _counts.retrieved_count(lists, k).astype(jnp.int32)
+    tail = jnp.take(weights, retrieved)
+    return jnp.where(jnp.any(ranked > 0, axis=-1), tail + (1 - p) * spread, 0)
+
+
 def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
     dtype = lists.dtype
     unjudged = lists.valid & ~lists.judged()
+    if "judged" in lists.context and lists.ranking.ignore_ties:
+        return _trec_eval_residual(lists, unjudged, k, p)
     blocks = lists.ranking.blocks  # first, so that the weighted sum reuses them
     p = jnp.asarray(p, dtype)
     spread = lists.ranking.weighted_sum(unjudged.astype(dtype), persistence_table(lists, k, p))
@@ -88,13 +106,15 @@ RANK_BIASED_PRECISION = _kernel.Formula(
     nonnegative_labels=True,
     uses_order=True,
 )
-# It reads which positions hold unjudged items, not relevance.
+# It reads which positions hold unjudged items, not relevance; under
+# trec_eval's definitions with ties broken, in rank order.
 RANK_BIASED_PRECISION_RESIDUAL = _kernel.Formula(
     "rank_biased_precision_residual",
     _rank_biased_precision_residual,
     labels="binary",
     nonnegative_labels=True,
     tie_key="unjudged",
+    uses_order=True,
 )
 
 
