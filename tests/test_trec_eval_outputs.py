@@ -65,6 +65,17 @@ CASES = {
     # quotients summed in query order (0.0072, not 0.0073).
     "out.rbp_half.aq": ["-m", "all_trec", "-q", "qrels.rbp_half", "results.rbp_half"],
     "out.P_half.aq": ["-m", "all_trec", "-q", "qrels.P_half", "results.P_half"],
+    # AP's precisions added in rank order (map_cut_20 0.0488 for q00114, in a
+    # batch padded wide by its neighbours), set_F's P and R as m_set_F.c
+    # combines them (0.4063 for q00494).
+    "out.map_cut_half.aq": [
+        "-m",
+        "all_trec",
+        "-q",
+        "qrels.map_cut_half",
+        "results.map_cut_half",
+    ],
+    "out.set_F_half.aq": ["-m", "all_trec", "-q", "qrels.set_F_half", "results.set_F_half"],
     # rbp_resid's terms in rank order: 0.8271000000000002 for q1, all 0.4136.
     "out.rbp_resid_half.aq": [
         "-m",

@@ -267,12 +267,19 @@ def _shared_means(kernel_requests, traced) -> tuple[tuple[int, tuple[int, ...]],
     return tuple(means)
 
 
-def _batch_arrays(bucket, batch, context: _QueryContext, *, ignore_ties: bool, uses_order: bool):
+def _batch_arrays(
+    bucket, batch, context: _QueryContext, *, definitions: Definitions, uses_order: bool
+):
     """The kernel's arrays for one padded batch: labels, mask, context and tie blocks."""
     from lodestar import _ranking
 
     rows = len(batch.queries)
+    ignore_ties = definitions.ignore_ties
     batch_context = {"relevant": batch.items["relevant"]}
+    if definitions.trec_eval and ignore_ties:
+        # trec_eval's order of arithmetic (RankedLists.in_trec_eval_order);
+        # the caller then asks for the rank order too.
+        batch_context["trec_order"] = np.ones(bucket.rows, bool)
     batch_context.update({name: batch.items[name] for name in context.item_names})
     for name, values in context.per_list.items():
         padded = np.zeros(bucket.rows)
@@ -345,7 +352,9 @@ def evaluate_queries(
     if progress is not None:
         progress(done, total)
     kernel_requests, traced = _kernel_requests(requests, definitions, max_grade)
-    uses_order = any(formula.uses_order for formula, _ in kernel_requests)
+    # In trec_eval's order the formulas add their terms in rank order.
+    trec_order = definitions.trec_eval and definitions.ignore_ties
+    uses_order = trec_order or any(formula.uses_order for formula, _ in kernel_requests)
     mapped = _mapped_groups(kernel_requests, traced)
     means = _shared_means(kernel_requests, traced)
     import jax
@@ -365,7 +374,7 @@ def evaluate_queries(
     with jax.enable_x64(True):
         for bucket, batch in itertools.chain([first] if first else [], padded_batches):
             arrays = _batch_arrays(
-                bucket, batch, context, ignore_ties=definitions.ignore_ties, uses_order=uses_order
+                bucket, batch, context, definitions=definitions, uses_order=uses_order
             )
             # A cut-off past the batch's width cuts nothing, and clipped it fits
             # the kernel's integers (a measure that divides by the requested k

@@ -69,6 +69,19 @@ class RankedLists(NamedTuple):
             return self.valid & self.context["relevant"]
         return self.judged() & (self.labels != 0)
 
+    @property
+    def in_trec_eval_order(self) -> bool:
+        """Whether to compute in trec_eval's order: the ``trec_order`` context is given.
+
+        The command line gives it under ``--trec-eval --ignore-ties``, where
+        trec_eval's one ranking is lodestar's and its output must be matched
+        to the byte: a formula that has a value falling half-way in the
+        fourth decimal then adds its terms in rank order, one at a time, and
+        steps its weights as trec_eval's loops do (decision 0042). Its value
+        is never read, only its presence.
+        """
+        return "trec_order" in self.context and self.ranking.ignore_ties
+
     def relevant_total(self, relevant: jax.Array) -> jax.Array:
         """``num_relevant`` if given, else the relevant items of the list, in ``dtype``."""
         if "num_relevant" in self.context:
@@ -180,6 +193,17 @@ def sum_in_order(terms: jax.Array) -> jax.Array:
     return lax.fori_loop(
         0, terms.shape[-1], lambda j, total: total + jnp.take(terms, j, axis=-1), total
     )
+
+
+def ranked_in_cut(lists: RankedLists, values: jax.Array, k) -> jax.Array:
+    """``values`` in rank order, 0 from position ``k`` on and on padding.
+
+    Only in trec_eval's order (:attr:`RankedLists.in_trec_eval_order`), where
+    the ranking holds no ties and the command line gives the rank order.
+    """
+    order = lists.ranking.rank_order()
+    ranked = jnp.take_along_axis(jnp.where(lists.valid, values, 0), order, axis=-1)
+    return jnp.where(jnp.arange(lists.n) < k, ranked, 0)
 
 
 def repeated_powers(base: jax.Array, count: int) -> jax.Array:

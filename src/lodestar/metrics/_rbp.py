@@ -32,7 +32,7 @@ def _rank_biased_precision(lists: _kernel.RankedLists, k, *, p, max_label=None):
         top = jnp.broadcast_to(jnp.asarray(max_label, dtype), labels.shape[:-1])
     else:
         top = jnp.max(labels, axis=-1, initial=0)
-    if "max_label" in lists.context and lists.ranking.ignore_ties:
+    if lists.in_trec_eval_order:
         value = _trec_eval_rank_biased_precision(lists, labels, top, k, p)
     else:
         # trec_eval rescales the gains to [0, 1] only when one exceeds 1.
@@ -42,18 +42,11 @@ def _rank_biased_precision(lists: _kernel.RankedLists, k, *, p, max_label=None):
     return jnp.where(jnp.any(labels > top[..., None], axis=-1), jnp.nan, value)
 
 
-def ranked_in_cut(lists: _kernel.RankedLists, values, k):
-    """``values`` in rank order (ties broken by index), 0 from position ``k`` on and on padding."""
-    order = lists.ranking.rank_order()
-    ranked = jnp.take_along_axis(jnp.where(lists.valid, values, 0), order, axis=-1)
-    return jnp.where(jnp.arange(lists.n) < k, ranked, 0)
-
-
 def _trec_eval_rank_biased_precision(lists: _kernel.RankedLists, labels, top, k, p):
     """RBP in m_rbp.c's order: ``(1 - p) * (g_0 p^0 + g_1 p^1 + ...)``, left to right.
 
-    Under trec_eval's definitions with ties broken (its one order), so that
-    the value is trec_eval's to the bit: each weight is the previous one times
+    In trec_eval's order (:attr:`~lodestar.metrics._kernel.RankedLists.in_trec_eval_order`),
+    so that the value is trec_eval's to the bit: each weight is the previous one times
     ``p`` rather than a power, each gain a correctly rounded quotient, and the
     terms are added in rank order. Averaging over ties keeps the positional
     form above (a value trec_eval never computes).
@@ -61,7 +54,7 @@ def _trec_eval_rank_biased_precision(lists: _kernel.RankedLists, labels, top, k,
     p = jnp.asarray(p, lists.dtype)
     gains = _kernel.ratio_or_zero(labels, jnp.maximum(top, 1)[..., None])
     weights = _kernel.repeated_powers(p, lists.n)
-    return (1 - p) * _kernel.sum_in_order(ranked_in_cut(lists, gains, k) * weights)
+    return (1 - p) * _kernel.sum_in_order(_kernel.ranked_in_cut(lists, gains, k) * weights)
 
 
 def _trec_eval_residual(lists: _kernel.RankedLists, unjudged, k, p):
@@ -73,7 +66,7 @@ def _trec_eval_residual(lists: _kernel.RankedLists, unjudged, k, p):
     """
     p = jnp.asarray(p, lists.dtype)
     weights = _kernel.repeated_powers(p, lists.n + 1)
-    ranked = ranked_in_cut(lists, unjudged.astype(lists.dtype), k)
+    ranked = _kernel.ranked_in_cut(lists, unjudged.astype(lists.dtype), k)
     spread = _kernel.sum_in_order(ranked * weights[:-1])
     retrieved = _counts.retrieved_count(lists, k).astype(jnp.int32)
     tail = jnp.take(weights, retrieved)
@@ -83,7 +76,7 @@ def _trec_eval_residual(lists: _kernel.RankedLists, unjudged, k, p):
 def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
     dtype = lists.dtype
     unjudged = lists.valid & ~lists.judged()
-    if "judged" in lists.context and lists.ranking.ignore_ties:
+    if lists.in_trec_eval_order:
         return _trec_eval_residual(lists, unjudged, k, p)
     blocks = lists.ranking.blocks  # first, so that the weighted sum reuses them
     p = jnp.asarray(p, dtype)
@@ -98,23 +91,16 @@ def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
     return tail * (1 - none) + spread
 
 
-# It asks for the rank order under trec_eval's definitions, ties broken.
 RANK_BIASED_PRECISION = _kernel.Formula(
-    "rank_biased_precision",
-    _rank_biased_precision,
-    labels="graded",
-    nonnegative_labels=True,
-    uses_order=True,
+    "rank_biased_precision", _rank_biased_precision, labels="graded", nonnegative_labels=True
 )
-# It reads which positions hold unjudged items, not relevance; under
-# trec_eval's definitions with ties broken, in rank order.
+# It reads which positions hold unjudged items, not relevance.
 RANK_BIASED_PRECISION_RESIDUAL = _kernel.Formula(
     "rank_biased_precision_residual",
     _rank_biased_precision_residual,
     labels="binary",
     nonnegative_labels=True,
     tie_key="unjudged",
-    uses_order=True,
 )
 
 
