@@ -15,6 +15,8 @@ the checks would refuse into NaN when the inputs are traced.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import math
@@ -164,20 +166,38 @@ def computes(formula: Formula) -> Callable[[_F], _F]:
     return mark
 
 
+# Set while a formula is traced in trec_eval's order (see ratio_or_zero).
+_correctly_rounded = contextvars.ContextVar("correctly_rounded", default=False)
+
+
+@contextlib.contextmanager
+def correctly_rounded_division(on: bool):
+    """Trace :func:`ratio_or_zero`'s divisions correctly rounded while inside, if ``on``."""
+    token = _correctly_rounded.set(on)
+    try:
+        yield
+    finally:
+        _correctly_rounded.reset(token)
+
+
 def ratio_or_zero(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
-    """``numerator / denominator``, correctly rounded, and 0 where the denominator is 0.
+    """``numerator / denominator``, and 0 where the denominator is 0.
 
     XLA rewrites a division by a broadcast value (one cut-off for every list)
-    as a multiplication by its reciprocal, which rounds twice: 9 / 1000 became
-    0.009000000000000001, and a mean of such values printed 0.0073 where
-    trec_eval's quotients give 0.0072. The denominator is therefore broadcast
-    to the numerator's shape behind an optimization barrier, which XLA does
-    not see through; one of that shape already is divided as before.
+    as a multiplication by its reciprocal, which rounds twice: 9 / 1000
+    becomes 0.009000000000000001, and a mean of such values printed 0.0073
+    where trec_eval's quotients give 0.0072. In trec_eval's order
+    (:func:`correctly_rounded_division`, which :func:`evaluate_formulas`
+    turns on for :attr:`RankedLists.in_trec_eval_order`) the denominator is
+    therefore broadcast to the numerator's shape behind an optimization
+    barrier, which XLA does not see through, and every quotient is correctly
+    rounded, as C's. Otherwise the division is left to XLA, so that values
+    stay bitwise as they were.
     """
     nonzero = denominator != 0
     divisor = jnp.where(nonzero, denominator, 1)
     shape = jnp.broadcast_shapes(jnp.shape(numerator), jnp.shape(divisor))
-    if jnp.shape(divisor) != shape:
+    if _correctly_rounded.get() and jnp.shape(divisor) != shape:
         divisor = lax.optimization_barrier(jnp.broadcast_to(divisor, shape))
     return jnp.where(nonzero, numerator / divisor, 0)
 
@@ -315,7 +335,8 @@ def evaluate_formulas(
 
     def compute(request, options):
         (formula, static), options = request, dict(options)
-        return formula.compute(lists, options.pop("k"), **dict(static), **options)
+        with correctly_rounded_division(lists.in_trec_eval_order):
+            return formula.compute(lists, options.pop("k"), **dict(static), **options)
 
     values: list[Any] = [None] * len(requests)
     for group in mapped:
