@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import tiers
+from children import program
 
 from lodestar.cli import main
 
@@ -76,6 +77,8 @@ CASES = {
         "results.map_cut_half",
     ],
     "out.set_F_half.aq": ["-m", "all_trec", "-q", "qrels.set_F_half", "results.set_F_half"],
+    # bpref's terms added in rank order (0.4563, and gm_bpref's mean of it).
+    "out.bpref_half.aq": ["-m", "all_trec", "-q", "qrels.bpref_half", "results.bpref_half"],
     # rbp_resid's terms in rank order: 0.8271000000000002 for q1, all 0.4136.
     "out.rbp_resid_half.aq": [
         "-m",
@@ -125,6 +128,27 @@ def test_reproduces_trec_eval_line_for_line(expected, capsys):
     for index, (line, wanted) in enumerate(zip(got, want, strict=False)):
         assert line == wanted, f"line {index + 1} of {expected}"
     assert len(got) == len(want)
+
+
+HALF_WAY = sorted(name for name in CASES if name.endswith("_half.aq"))
+
+
+@pytest.mark.parametrize(
+    "expected", tiers.params(HALF_WAY, default={"out.bpref_half.aq", "out.P_half.aq"})
+)
+def test_the_program_prints_trec_eval_s_last_digit(expected):
+    """The cases whose values fall half-way in the fourth decimal, through the program.
+
+    XLA compiles the program's kernels (64-bit mode on for the process) apart
+    from those of ``main`` called in a test (64-bit mode on for the call), and
+    chooses the order of a sum or a division's form anew: ``bpref`` of
+    ``out.bpref_half.aq`` came out trec_eval's in this process and not in the
+    program before it was computed in trec_eval's order.
+    """
+    child = program("evaluate", "--trec-eval", "--ignore-ties", *_paths(CASES[expected]))
+    out, err = child.communicate(timeout=300)
+    assert child.returncode == 0, err.decode()
+    assert out.decode().splitlines() == (DATA / expected).read_text().splitlines()
 
 
 def test_trec_eval_order_is_kept_whatever_the_order_of_m(capsys):
