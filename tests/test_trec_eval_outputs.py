@@ -77,6 +77,8 @@ CASES = {
         "results.map_cut_half",
     ],
     "out.set_F_half.aq": ["-m", "all_trec", "-q", "qrels.set_F_half", "results.set_F_half"],
+    # G's term 3 / log2(8) with C's exact log2: G is 1/32 and prints 0.0312.
+    "out.G_half.aq": ["-m", "all_trec", "-q", "qrels.G_half", "results.G_half"],
     # bpref's terms added in rank order (0.4563, and gm_bpref's mean of it).
     "out.bpref_half.aq": ["-m", "all_trec", "-q", "qrels.bpref_half", "results.bpref_half"],
     # rbp_resid's terms in rank order: 0.8271000000000002 for q1, all 0.4136.

@@ -3,6 +3,7 @@
 Run by hand where trec_eval is built (the test machines have none)::
 
     python tests/trec_eval_rounding_fuzz.py /path/to/trec_eval --seconds 600 --out found/
+    python tests/trec_eval_rounding_fuzz.py /path/to/trec_eval --queries 3000 --seconds 600
 
 Each case writes small random qrels and run files, runs
 ``trec_eval -q -m all_trec QRELS RUN`` and
@@ -32,13 +33,17 @@ from pathlib import Path
 from lodestar.cli import main
 
 
-def draw_case(rng: random.Random) -> tuple[str, str, list[str]]:
-    """Qrels text, run text and trec_eval options of one random case."""
+def draw_case(rng: random.Random, queries: int | None) -> tuple[str, str, list[str]]:
+    """Qrels text, run text and trec_eval options of one random case.
+
+    ``queries`` queries, or a few (1 to 16) if None.
+    """
     qrels_lines, run_lines = [], []
     # Some cases have long lists, whose sums of many terms (AP, DCG) round
     # apart in another order more often than a few terms do.
     longest = rng.choice([14, 14, 14, 60, 200])
-    for q in range(rng.choice([1, 1, 2, 3, 4, 5, 8, 10, 16])):
+    count = rng.choice([1, 1, 2, 3, 4, 5, 8, 10, 16]) if queries is None else queries
+    for q in range(count):
         qid = f"q{q}"
         docs = [f"d{d}" for d in range(rng.randint(1, longest))]
         judged = [d for d in docs if rng.random() < 0.7] or docs[:1]
@@ -76,6 +81,9 @@ def main_(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("rounding-fuzz"))
+    # Thousands of queries a case find more: a half-way value may show only in
+    # a batch padded wide by its neighbours, and one compilation serves them all.
+    parser.add_argument("--queries", type=int, default=None)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     deadline = time.monotonic() + args.seconds
@@ -83,7 +91,7 @@ def main_(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         qrels, run = Path(scratch) / "qrels", Path(scratch) / "run"
         while time.monotonic() < deadline:
-            qrels_text, run_text, options = draw_case(rng)
+            qrels_text, run_text, options = draw_case(rng, args.queries)
             qrels.write_text(qrels_text)
             run.write_text(run_text)
             reference = subprocess.run(
