@@ -79,6 +79,8 @@ CASES = {
     "out.set_F_half.aq": ["-m", "all_trec", "-q", "qrels.set_F_half", "results.set_F_half"],
     # G's term 3 / log2(8) with C's exact log2: G is 1/32 and prints 0.0312.
     "out.G_half.aq": ["-m", "all_trec", "-q", "qrels.G_half", "results.G_half"],
+    # 11pt_avg's levels added from 1.0 down to 0.0, as m_11pt_avg.c does: 0.1737.
+    "out.11pt_half.aq": ["-m", "all_trec", "-q", "qrels.11pt_half", "results.11pt_half"],
     # bpref's terms added in rank order (0.4563, and gm_bpref's mean of it).
     "out.bpref_half.aq": ["-m", "all_trec", "-q", "qrels.bpref_half", "results.bpref_half"],
     # rbp_resid's terms in rank order: 0.8271000000000002 for q1, all 0.4136.

@@ -202,6 +202,21 @@ def ratio_or_zero(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
     return jnp.where(nonzero, numerator / divisor, 0)
 
 
+def mean_of_levels(terms: jax.Array, *, in_trec_eval_order: bool) -> jax.Array:
+    """The mean of 11pt_avg's levels, ``(..., levels)``, over the last axis.
+
+    In trec_eval's order as m_11pt_avg.c takes it: the levels added from the
+    last one given to the first (its loop walks the ranking upwards), over
+    their count, correctly rounded. Otherwise ``jnp.mean``, so that values
+    stay bitwise.
+    """
+    if not in_trec_eval_order:
+        return jnp.mean(terms, axis=-1)
+    count = jnp.asarray(terms.shape[-1], terms.dtype)
+    with correctly_rounded_division(True):
+        return ratio_or_zero(sum_in_order(terms[..., ::-1]), count)
+
+
 def log2(x: jax.Array) -> jax.Array:
     """``jnp.log2(x)``; in trec_eval's order, exact where ``x`` is a power of two.
 
@@ -376,7 +391,8 @@ def evaluate_formulas(
             values[j] = compute(request, options)
     for j, indices in means:
         # As the formula's own mean: the terms stacked on the last axis.
-        values[j] = jnp.mean(jnp.stack([values[i] for i in indices], axis=-1), axis=-1)
+        terms = jnp.stack([values[i] for i in indices], axis=-1)
+        values[j] = mean_of_levels(terms, in_trec_eval_order=lists.in_trec_eval_order)
     return tuple(values)
 
 
