@@ -155,6 +155,15 @@ def test_the_program_prints_trec_eval_s_last_digit(expected):
     assert out.decode().splitlines() == (DATA / expected).read_text().splitlines()
 
 
+@pytest.mark.xfail(strict=True, reason="infAP is not yet computed in m_infap.c's order")
+def test_infap_half_way_value_is_trec_eval_s(capsys):
+    """A known difference (decision 0042): infAP 0.018750000000000003, 0.0188 for 0.0187."""
+    args = ["-m", "all_trec", "-q", "qrels.infAP_half", "results.infAP_half"]
+    assert main(["evaluate", "--trec-eval", "--ignore-ties", *_paths(args)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (DATA / "out.infAP_half.aq").read_text().splitlines()
+
+
 def test_trec_eval_order_is_kept_whatever_the_order_of_m(capsys):
     """trec_eval reports in its own order; so does --trec-eval, and lodestar's order otherwise."""
     files = _paths(["qrels.test", "results.test"])
