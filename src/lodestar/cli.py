@@ -375,7 +375,9 @@ def _write_table(
     ``num_q`` after ``runid``: always, or with ``trec_order`` (trec_eval's
     report) only when asked for, as trec_eval prints it. Geometric means (``gm_map``,
     ``gm_bpref``) have an ``all`` line only, as in trec_eval. With
-    ``trec_order`` the lines follow trec_eval's order of measures.
+    ``trec_order`` the lines follow trec_eval's order of measures, and
+    the ``all`` values are trec_eval's sums, in query order
+    (:func:`lodestar.evaluation.aggregate`).
     """
     write = out.buffer.write if hasattr(out, "buffer") else lambda b: out.write(b.decode())
     query_ids = joined.query_ids
@@ -425,10 +427,13 @@ def _write_table(
     for request in requests:
         if request.measure is None:
             continue
-        value = evaluation.aggregate(request, results[request.name])
+        value = evaluation.aggregate(request, results[request.name], trec_eval=trec_order)
         bounds = ()
         if extremes is not None and request.name in extremes[0]:
-            bounds = tuple(evaluation.aggregate(request, e[request.name]) for e in extremes)
+            bounds = tuple(
+                evaluation.aggregate(request, e[request.name], trec_eval=trec_order)
+                for e in extremes
+            )
         lines.append(line(request, b"all", value, bounds))
     write(b"".join(lines))
 
@@ -445,10 +450,11 @@ def _json_key(qid: bytes) -> str:
 def _write_json(
     out, query_ids, requests, results, *, per_query: bool, options: dict, extremes=None
 ) -> None:
+    mean = functools.partial(evaluation.aggregate, trec_eval=options["trec_eval"])
     document = {
         "options": options,
         "num_q": len(query_ids),
-        "mean": {r.name: evaluation.aggregate(r, results[r.name]) for r in requests},
+        "mean": {r.name: mean(r, results[r.name]) for r in requests},
     }
     if per_query:
         document["per_query"] = {
@@ -459,12 +465,7 @@ def _write_json(
         low, high = extremes
         ranged = [r for r in requests if r.name in low]
         ranges: dict[str, dict] = {
-            "mean": {
-                r.name: sorted(
-                    (evaluation.aggregate(r, low[r.name]), evaluation.aggregate(r, high[r.name]))
-                )
-                for r in ranged
-            }
+            "mean": {r.name: sorted((mean(r, low[r.name]), mean(r, high[r.name]))) for r in ranged}
         }
         if per_query:
             ranges["per_query"] = {

@@ -614,7 +614,10 @@ def evaluate(
     return Evaluation(
         query_ids=tuple(_text(q) for q in joined.query_ids),
         values={r.name: values[r.name] for r in requests},
-        mean={r.name: _evaluate.aggregate(r, values[r.name]) for r in requests},
+        mean={
+            r.name: _evaluate.aggregate(r, values[r.name], trec_eval=definitions.trec_eval)
+            for r in requests
+        },
         options={
             "measures": [r.name for r in requests],
             **switches,
@@ -627,7 +630,10 @@ def evaluate(
         missing_from_qrels=tuple(_text(q) for q in joined.missing_from_qrels),
         tie_low=tie_low,
         tie_high=tie_high,
-        aggregates={r.name: functools.partial(_evaluate.aggregate, r) for r in requests},
+        aggregates={
+            r.name: functools.partial(_evaluate.aggregate, r, trec_eval=definitions.trec_eval)
+            for r in requests
+        },
     )
 
 

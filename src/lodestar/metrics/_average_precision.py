@@ -14,6 +14,8 @@ def _average_precision(lists: _kernel.RankedLists, k):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
     relevant = lists.relevant()
+    if lists.in_trec_eval_order:
+        return _trec_eval_average_precision(lists, relevant, k)
     blocks = lists.ranking.blocks
     relevant_above, relevant_in_block = _ranking.block_totals(relevant.astype(jnp.int32), blocks)
     start = blocks.above.astype(dtype)
@@ -27,6 +29,15 @@ def _average_precision(lists: _kernel.RankedLists, k):
 
     expected = _ranking.block_position_sum(blocks, k, precision_at_offset, dtype) / size
     found = jnp.sum(jnp.where(relevant, expected, 0), axis=-1)
+    return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
+
+
+def _trec_eval_average_precision(lists: _kernel.RankedLists, relevant, k):
+    """AP in m_map.c's order: each relevant item's precision added in rank order, over R."""
+    ranked = _kernel.ranked_in_cut(lists, relevant.astype(lists.dtype), k)
+    positions = jnp.arange(1, lists.n + 1, dtype=lists.dtype)
+    precisions = _kernel.ratio_or_zero(jnp.cumsum(ranked, axis=-1), positions)
+    found = _kernel.sum_in_order(jnp.where(ranked > 0, precisions, 0))
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 

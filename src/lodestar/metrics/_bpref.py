@@ -21,6 +21,8 @@ def _bpref(lists: _kernel.RankedLists, k):
         total_nonrelevant = lists.context["num_judged_nonrelevant"].astype(dtype)
     else:
         total_nonrelevant = jnp.sum(nonrelevant, axis=-1).astype(dtype)
+    if lists.in_trec_eval_order:
+        return _trec_eval_bpref(lists, relevant, nonrelevant, total_relevant, total_nonrelevant, k)
     blocks = lists.ranking.blocks
     nonrelevant_above, nonrelevant_within = _preceding.block_counts(nonrelevant, blocks)
     _, relevant_within = _preceding.block_counts(relevant, blocks)
@@ -38,6 +40,24 @@ def _bpref(lists: _kernel.RankedLists, k):
     # (-5.6e-17 for a query whose every term is 0), which trec_eval's layout
     # would print as -0.0000. The clip keeps a NaN a NaN.
     return jnp.clip(_kernel.ratio_or_zero(found, total_relevant), 0, 1)
+
+
+def _trec_eval_bpref(
+    lists: _kernel.RankedLists, relevant, nonrelevant, total_relevant, total_nonrelevant, k
+):
+    """Binary preference in m_bpref.c's order: each relevant item's term in rank order, over R.
+
+    The term is 1 before any judged non-relevant item, else
+    ``1 - min(n, R) / min(N, R)``, as trec_eval writes it.
+    """
+    ranked_relevant = _kernel.ranked_in_cut(lists, relevant.astype(lists.dtype), k)
+    ranked_nonrelevant = _kernel.ranked_in_cut(lists, nonrelevant.astype(lists.dtype), k)
+    above = jnp.cumsum(ranked_nonrelevant, axis=-1)
+    cap = jnp.minimum(total_relevant, total_nonrelevant)
+    share = _kernel.ratio_or_zero(jnp.minimum(above, total_relevant[..., None]), cap[..., None])
+    term = jnp.where(above > 0, 1 - share, 1)
+    found = _kernel.sum_in_order(jnp.where(ranked_relevant > 0, term, 0))
+    return _kernel.ratio_or_zero(found, total_relevant)
 
 
 BPREF = _kernel.Formula("bpref", _bpref, uses_order=True, labels="binary", nonnegative_labels=True)

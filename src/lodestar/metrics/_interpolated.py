@@ -400,7 +400,8 @@ def _eleven_point_average(lists: _kernel.RankedLists, k, *, recall, **engine):
     def at(level):
         return _interpolated_precision(lists, k, recall=level, **engine)
 
-    return jnp.mean(jnp.moveaxis(lax.map(at, levels), 0, -1), axis=-1)
+    terms = jnp.moveaxis(lax.map(at, levels), 0, -1)
+    return _kernel.mean_of_levels(terms, in_trec_eval_order=lists.in_trec_eval_order)
 
 
 INTERPOLATED_PRECISION = _kernel.Formula(

@@ -15,6 +15,8 @@ the checks would refuse into NaN when the inputs are traced.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import math
@@ -68,6 +70,19 @@ class RankedLists(NamedTuple):
         if "relevant" in self.context:
             return self.valid & self.context["relevant"]
         return self.judged() & (self.labels != 0)
+
+    @property
+    def in_trec_eval_order(self) -> bool:
+        """Whether to compute in trec_eval's order: the ``trec_order`` context is given.
+
+        The command line gives it under ``--trec-eval --ignore-ties``, where
+        trec_eval's one ranking is lodestar's and its output must be matched
+        to the byte: a formula that has a value falling half-way in the
+        fourth decimal then adds its terms in rank order, one at a time, and
+        steps its weights as trec_eval's loops do (decision 0042). Its value
+        is never read, only its presence.
+        """
+        return "trec_order" in self.context and self.ranking.ignore_ties
 
     def relevant_total(self, relevant: jax.Array) -> jax.Array:
         """``num_relevant`` if given, else the relevant items of the list, in ``dtype``."""
@@ -151,10 +166,109 @@ def computes(formula: Formula) -> Callable[[_F], _F]:
     return mark
 
 
+# Set while a formula is traced in trec_eval's order (see ratio_or_zero).
+_correctly_rounded = contextvars.ContextVar("correctly_rounded", default=False)
+
+
+@contextlib.contextmanager
+def correctly_rounded_division(on: bool):
+    """Trace :func:`ratio_or_zero`'s divisions correctly rounded while inside, if ``on``."""
+    token = _correctly_rounded.set(on)
+    try:
+        yield
+    finally:
+        _correctly_rounded.reset(token)
+
+
 def ratio_or_zero(numerator: jax.Array, denominator: jax.Array) -> jax.Array:
-    """``numerator / denominator``, and 0 where the denominator is 0."""
+    """``numerator / denominator``, and 0 where the denominator is 0.
+
+    XLA rewrites a division by a broadcast value (one cut-off for every list)
+    as a multiplication by its reciprocal, which rounds twice: 9 / 1000
+    becomes 0.009000000000000001, and a mean of such values printed 0.0073
+    where trec_eval's quotients give 0.0072. In trec_eval's order
+    (:func:`correctly_rounded_division`, which :func:`evaluate_formulas`
+    turns on for :attr:`RankedLists.in_trec_eval_order`) the denominator is
+    therefore broadcast to the numerator's shape behind an optimization
+    barrier, which XLA does not see through, and every quotient is correctly
+    rounded, as C's. Otherwise the division is left to XLA, so that values
+    stay bitwise as they were.
+    """
     nonzero = denominator != 0
-    return jnp.where(nonzero, numerator / jnp.where(nonzero, denominator, 1), 0)
+    divisor = jnp.where(nonzero, denominator, 1)
+    shape = jnp.broadcast_shapes(jnp.shape(numerator), jnp.shape(divisor))
+    if _correctly_rounded.get() and jnp.shape(divisor) != shape:
+        divisor = lax.optimization_barrier(jnp.broadcast_to(divisor, shape))
+    return jnp.where(nonzero, numerator / divisor, 0)
+
+
+def mean_of_levels(terms: jax.Array, *, in_trec_eval_order: bool) -> jax.Array:
+    """The mean of 11pt_avg's levels, ``(..., levels)``, over the last axis.
+
+    In trec_eval's order as m_11pt_avg.c takes it: the levels added from the
+    last one given to the first (its loop walks the ranking upwards), over
+    their count, correctly rounded. Otherwise ``jnp.mean``, so that values
+    stay bitwise.
+    """
+    if not in_trec_eval_order:
+        return jnp.mean(terms, axis=-1)
+    count = jnp.asarray(terms.shape[-1], terms.dtype)
+    with correctly_rounded_division(True):
+        return ratio_or_zero(sum_in_order(terms[..., ::-1]), count)
+
+
+def log2(x: jax.Array) -> jax.Array:
+    """``jnp.log2(x)``; in trec_eval's order, exact where ``x`` is a power of two.
+
+    XLA's ``log2`` is not the C library's: ``log2(8)`` is 2.9999999999999996,
+    so G's term ``3 / log2(8)`` came out above 1 and its value
+    0.03125000000000001, which prints 0.0313 where trec_eval's exact 1/32
+    prints 0.0312. A power of two is the one place where C's ``log2`` is an
+    integer and a value lands on a half-way decimal; elsewhere the two differ
+    by an ulp of an irrational number, too little to reach the fourth decimal
+    but by a coincidence of about 1e-12. Only inside
+    :func:`correctly_rounded_division`, so that values stay bitwise elsewhere.
+    """
+    value = jnp.log2(x)
+    if not _correctly_rounded.get():
+        return value
+    mantissa, exponent = jnp.frexp(x)
+    return jnp.where(mantissa == 0.5, (exponent - 1).astype(value.dtype), value)
+
+
+def sum_in_order(terms: jax.Array) -> jax.Array:
+    """The sum of ``terms`` over the last axis, added from the first to the last.
+
+    trec_eval adds a query's terms one at a time, in rank order; XLA's
+    reductions add them in a tree, which can round the sum apart from it in
+    the last bit (and the fourth decimal, on a half-way value).
+    """
+    total = jnp.zeros(terms.shape[:-1], terms.dtype)
+    return lax.fori_loop(
+        0, terms.shape[-1], lambda j, total: total + jnp.take(terms, j, axis=-1), total
+    )
+
+
+def ranked_in_cut(lists: RankedLists, values: jax.Array, k) -> jax.Array:
+    """``values`` in rank order, 0 from position ``k`` on and on padding.
+
+    Only in trec_eval's order (:attr:`RankedLists.in_trec_eval_order`), where
+    the ranking holds no ties and the command line gives the rank order.
+    """
+    order = lists.ranking.rank_order()
+    ranked = jnp.take_along_axis(jnp.where(lists.valid, values, 0), order, axis=-1)
+    return jnp.where(jnp.arange(lists.n) < k, ranked, 0)
+
+
+def repeated_powers(base: jax.Array, count: int) -> jax.Array:
+    """``1, base, base * base, ...``: ``count`` powers, each the previous one times ``base``.
+
+    As trec_eval's loops step a weight (RBP's ``cur_p = cur_p * p``): each
+    product rounds, so the values drift from ``base ** j`` in the last bits.
+    """
+    one = jnp.ones((), base.dtype)
+    _, powers = lax.scan(lambda power, _: (power * base, power), one, None, length=count)
+    return powers
 
 
 # Large batches run through the kernel one tile of lists at a time
@@ -255,7 +369,8 @@ def evaluate_formulas(
 
     def compute(request, options):
         (formula, static), options = request, dict(options)
-        return formula.compute(lists, options.pop("k"), **dict(static), **options)
+        with correctly_rounded_division(lists.in_trec_eval_order):
+            return formula.compute(lists, options.pop("k"), **dict(static), **options)
 
     values: list[Any] = [None] * len(requests)
     for group in mapped:
@@ -276,7 +391,8 @@ def evaluate_formulas(
             values[j] = compute(request, options)
     for j, indices in means:
         # As the formula's own mean: the terms stacked on the last axis.
-        values[j] = jnp.mean(jnp.stack([values[i] for i in indices], axis=-1), axis=-1)
+        terms = jnp.stack([values[i] for i in indices], axis=-1)
+        values[j] = mean_of_levels(terms, in_trec_eval_order=lists.in_trec_eval_order)
     return tuple(values)
 
 

@@ -32,7 +32,7 @@ def _binary_normalized_gain(lists: _kernel.RankedLists, k):
     weight = _preceding.predecessor_weights(lay, mates, where=holds_relevant > 0)
     # At offset v: v non-relevant mates precede the item.
     above = lay.start - lay.ranked(relevant_above) + lay.offset
-    term = 1 / jnp.log2(2 + above.astype(dtype))
+    term = 1 / _kernel.log2(2 + above.astype(dtype))
     found = jnp.sum(jnp.where(weight > 0, weight * term, 0) * holds_relevant, axis=-1)
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
@@ -183,7 +183,7 @@ def _expected_terms(blocks: _Blocks, probability, value, spread):
         none = jnp.where(remaining > 0, drawn_zero, none)
         # The ideal's cost down to the t-th position, less the gain ranked there.
         slack = (lay.at_offset(blocks.cost, t - 1) - blocks.base)[..., None] - value
-        term = (value / t.astype(dtype)) / jnp.log2(2 + slack)
+        term = (value / t.astype(dtype)) / _kernel.log2(2 + slack)
         expected = jnp.sum(jnp.where(probability > 0, probability * term, 0), axis=-1)
         # A count w that t draws cannot give has probability exactly 0, and
         # its sums may sit past the ideal's cost (an infinite term): skip it.

@@ -32,16 +32,52 @@ def _rank_biased_precision(lists: _kernel.RankedLists, k, *, p, max_label=None):
         top = jnp.broadcast_to(jnp.asarray(max_label, dtype), labels.shape[:-1])
     else:
         top = jnp.max(labels, axis=-1, initial=0)
-    # trec_eval rescales the gains to [0, 1] only when one exceeds 1.
-    gains = labels / jnp.maximum(top, 1)[..., None]
-    value = lists.ranking.weighted_sum(gains, persistence_table(lists, k, p))
+    if lists.in_trec_eval_order:
+        value = _trec_eval_rank_biased_precision(lists, labels, top, k, p)
+    else:
+        # trec_eval rescales the gains to [0, 1] only when one exceeds 1.
+        gains = labels / jnp.maximum(top, 1)[..., None]
+        value = lists.ranking.weighted_sum(gains, persistence_table(lists, k, p))
     # A label above its list's max_label would be a gain above 1.
     return jnp.where(jnp.any(labels > top[..., None], axis=-1), jnp.nan, value)
+
+
+def _trec_eval_rank_biased_precision(lists: _kernel.RankedLists, labels, top, k, p):
+    """RBP in m_rbp.c's order: ``(1 - p) * (g_0 p^0 + g_1 p^1 + ...)``, left to right.
+
+    In trec_eval's order (:attr:`~lodestar.metrics._kernel.RankedLists.in_trec_eval_order`),
+    so that the value is trec_eval's to the bit: each weight is the previous one times
+    ``p`` rather than a power, each gain a correctly rounded quotient, and the
+    terms are added in rank order. Averaging over ties keeps the positional
+    form above (a value trec_eval never computes).
+    """
+    p = jnp.asarray(p, lists.dtype)
+    gains = _kernel.ratio_or_zero(labels, jnp.maximum(top, 1)[..., None])
+    weights = _kernel.repeated_powers(p, lists.n)
+    return (1 - p) * _kernel.sum_in_order(_kernel.ranked_in_cut(lists, gains, k) * weights)
+
+
+def _trec_eval_residual(lists: _kernel.RankedLists, unjudged, k, p):
+    """RBP's residual in m_rbp_resid.c's order, as :func:`_trec_eval_rank_biased_precision`.
+
+    ``p^K + (1 - p) * (sum of the unjudged positions' weights)``, the weights
+    stepped by repeated products up to the ``K``-th and added in rank order;
+    0 when every one of the first ``K`` retrieved items was judged.
+    """
+    p = jnp.asarray(p, lists.dtype)
+    weights = _kernel.repeated_powers(p, lists.n + 1)
+    ranked = _kernel.ranked_in_cut(lists, unjudged.astype(lists.dtype), k)
+    spread = _kernel.sum_in_order(ranked * weights[:-1])
+    retrieved = _counts.retrieved_count(lists, k).astype(jnp.int32)
+    tail = jnp.take(weights, retrieved)
+    return jnp.where(jnp.any(ranked > 0, axis=-1), tail + (1 - p) * spread, 0)
 
 
 def _rank_biased_precision_residual(lists: _kernel.RankedLists, k, *, p):
     dtype = lists.dtype
     unjudged = lists.valid & ~lists.judged()
+    if lists.in_trec_eval_order:
+        return _trec_eval_residual(lists, unjudged, k, p)
     blocks = lists.ranking.blocks  # first, so that the weighted sum reuses them
     p = jnp.asarray(p, dtype)
     spread = lists.ranking.weighted_sum(unjudged.astype(dtype), persistence_table(lists, k, p))

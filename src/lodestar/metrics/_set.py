@@ -74,6 +74,12 @@ def _set_f(lists: _kernel.RankedLists, k, *, beta):
     found = _precision.relevant_in_top(lists, relevant, k)
     beta = jnp.asarray(beta, lists.dtype)
     retrieved = _counts.retrieved_count(lists, k)
+    if lists.in_trec_eval_order:
+        # m_set_F.c's own expression, whose roundings the form below skips.
+        precision = _kernel.ratio_or_zero(found, retrieved)
+        recall = _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
+        harmonic = (beta + 1) * precision * recall / (beta * precision + recall)
+        return jnp.where(found > 0, harmonic, 0)
     # (1 + b) P R / (b P + R) with P = X / K and R = X / R_total is
     # (1 + b) X / (b R_total + K): linear in X, so its mean is exact.
     return _kernel.ratio_or_zero(
