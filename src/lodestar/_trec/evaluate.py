@@ -472,11 +472,14 @@ def aggregate(request: Request, values: np.ndarray, *, trec_eval: bool = False) 
             # trec_eval's MIN_GEO_MEAN floor keeps a query scoring 0 from zeroing the mean.
             values = np.array([math.log(max(value, 1e-5)) for value in values.tolist()])
         # `accumulate` adds in order, one value at a time, as trec_eval's loop.
-        total = float(np.add.accumulate(values)[-1]) if len(values) else 0.0
+        with np.errstate(over="ignore"):
+            total = float(np.add.accumulate(values)[-1]) if len(values) else 0.0
         if how == "sum":
             return total
         mean = total / len(values) if len(values) else 0.0
-        return math.exp(mean) if how == "geometric" and len(values) else mean
+        if how == "geometric":
+            return math.exp(mean) if len(values) else mean
+        return mean if math.isfinite(mean) else _mean_of_shares(values)
     if how == "sum":
         return float(values.sum())
     if how == "geometric":
@@ -486,11 +489,16 @@ def aggregate(request: Request, values: np.ndarray, *, trec_eval: bool = False) 
         return 0.0
     with np.errstate(over="ignore"):
         mean = float(values.mean())
-    if not np.isfinite(mean):
-        # The sum of finite values overflowed (utility.1e308,...): their mean
-        # is finite, and summing the shares cannot overflow.
-        mean = float(np.sum(values / len(values)))
-    return mean
+    return mean if np.isfinite(mean) else _mean_of_shares(values)
+
+
+def _mean_of_shares(values: np.ndarray) -> float:
+    """The mean of finite ``values`` whose sum overflowed (``utility.1e308,...``).
+
+    Their mean is finite, and summing the shares cannot overflow (trec_eval
+    itself would print ``inf``).
+    """
+    return float(np.sum(values / len(values)))
 
 
 def tie_broken(joined: Joined, *, tie_key: str, highest_first: bool, level: int) -> Joined:
