@@ -31,6 +31,8 @@ import signal
 import sys
 from importlib import resources
 
+import pyarrow as pa
+
 from lodestar import _interrupt, _startup, _terminal, evaluation
 
 __all__ = ["main"]
@@ -871,9 +873,9 @@ def console() -> None:
     JAX loads on a thread while the files are read. A closed pipe
     (``lodestar evaluate ... | head -1``) ends the program quietly, as it ends
     trec_eval; Ctrl-C exits with status 130 and one line instead of a
-    traceback. It sets float64, JAX's persistent compilation cache and the
-    C library's thresholds for large blocks for its own process, which
-    :func:`main` never does.
+    traceback. It sets float64, JAX's persistent compilation cache, the C
+    library's thresholds for large blocks and who handles Ctrl-C (not
+    pyarrow) for its own process, which :func:`main` never does.
 
     Returns:
       Never: it exits the process with :func:`main`'s status (130 when
@@ -887,6 +889,10 @@ def console() -> None:
         if hasattr(signal, "SIGPIPE"):
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         _interrupt.install()
+        # pyarrow sets a SIGINT handler of its own around each parse, and lost
+        # a Ctrl-C that came as a parse ended (1 in 300 at TREC depth): the
+        # reader parses in pieces, and Python's handler runs between them.
+        pa.enable_signal_handlers(False)
         if "pandas" not in sys.modules:
             sys.meta_path.insert(0, _startup.WithoutPandas())
         _startup.keep_scratch_memory()
