@@ -217,7 +217,7 @@ def _handles_ctrl_c(pid):
     """Whether lodestar's handler is in place in process ``pid``: it then catches SIGALRM too.
 
     Before it, Python's start-up (site, runpy, the import of the package,
-    0.04 s here and 0.2 s on a loaded machine) answers Ctrl-C with Python's
+    0.03-0.07 s on a loaded two-core machine) answers Ctrl-C with Python's
     own handler: a traceback, or an interrupt swallowed by importlib while it
     holds the import lock, which then deadlocks the loader thread.
     """
