@@ -34,8 +34,10 @@ before JAX has finished loading.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
+# Not typing's: importing typing (14 ms) would delay the Ctrl-C handler that
+# ``python -m lodestar`` installs right after this module (decision 0033).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from lodestar import datasets as datasets
     from lodestar import evaluation as evaluation

@@ -1,7 +1,6 @@
 """``python -m lodestar`` and the ``lodestar`` script: :func:`lodestar.cli.console`."""
 
 import os
-import signal
 import sys
 
 
@@ -9,24 +8,24 @@ def main() -> None:
     """Start the program; Ctrl-C while it is still importing exits 130, as it does later."""
     from lodestar import _interrupt
 
-    # Ctrl-C is remembered from here on, not only once the command line is
+    # Ctrl-C is handled from here on, not only once the command line is
     # imported: a KeyboardInterrupt that a finaliser swallows while NumPy or
     # JAX import (0.15 s after start) was lost, and the program ran to its end.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _interrupt.note_interrupt)
-        sys.unraisablehook = _interrupt.quiet_swallowed_interrupt
+    _interrupt.install()
     try:
         from lodestar.cli import console
+
+        # Inside the try: an interrupt remembered during the import above can
+        # be raised before console() reaches its own handler.
+        console()
     except BaseException as error:
         if not _interrupt.caused_by_interrupt(error):
             raise
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("lodestar: interrupted", file=sys.stderr)
         sys.stderr.flush()
         # Not the interpreter's teardown: an import cut short can leave an
         # extension module half set up, and tearing it down crashed (SIGSEGV).
         os._exit(130)
-    console()
 
 
 if __name__ == "__main__":

@@ -1,13 +1,59 @@
-"""Whether an exception is Ctrl-C in disguise.
+"""Ctrl-C in the ``lodestar`` program: one KeyboardInterrupt, raised where it is safe, never lost.
+
+Python's own SIGINT handler raises KeyboardInterrupt wherever the main thread
+is, and three places misbehave (decision 0033):
+
+- inside an import: a KeyboardInterrupt raised while jaxlib's MLIR bindings
+  set themselves up aborted the program (SIGABRT) or crashed it (SIGSEGV);
+- inside a finaliser or a garbage-collector callback (JAX's
+  ``_xla_gc_callback``): the interpreter prints and swallows it, and the work
+  goes on;
+- while the program reports the interrupt: a second KeyboardInterrupt there
+  escapes as a traceback, and the process dies by SIGINT instead of exiting
+  130.
+
+:func:`install` puts :func:`note_interrupt` in its place. The interrupt is
+remembered; inside an import it is tried again every :data:`RETRY_SECONDS`
+(SIGALRM) until it comes outside one; once raised, no other is raised (the
+retry is disarmed, and a further Ctrl-C is only remembered) unless a
+finaliser swallowed it, which :func:`quiet_swallowed_interrupt` sees. The
+long loops also call :func:`raise_if_interrupted` between their steps, for
+platforms without SIGALRM.
 
 Some extension modules catch everything while they import their C parts and
-raise an ImportError of their own from it: NumPy says its C-extensions failed
-when the user pressed Ctrl-C during ``import numpy``. The program must still
-exit 130 with one line.
+raise an ImportError of their own from it (NumPy's "C-extensions failed"):
+:func:`caused_by_interrupt` recognises those.
 """
+
+from __future__ import annotations
 
 import signal
 import sys
+
+# Not typing's: the handler is installed as soon as this module is imported,
+# and importing typing would delay it by 14 ms (decision 0033).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+RETRY_SECONDS = 0.02
+"""How often an interrupt that came inside an import, or was swallowed, is tried again."""
+
+# Ctrl-C came: the program ends with status 130 at the latest at the next check.
+_pending = False
+# Its KeyboardInterrupt was raised and is on its way up to the program's
+# handler: no retry is armed, and no other is raised. A finaliser that
+# swallows it clears this (quiet_swallowed_interrupt).
+_raised = False
+
+
+def install() -> None:
+    """Handle Ctrl-C as the program must, unless SIGINT is ignored (a background job) or taken."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, note_interrupt)
+        if hasattr(signal, "setitimer"):
+            signal.signal(signal.SIGALRM, note_interrupt)
+        sys.unraisablehook = quiet_swallowed_interrupt
 
 
 def caused_by_interrupt(error: BaseException | None) -> bool:
@@ -21,48 +67,62 @@ def caused_by_interrupt(error: BaseException | None) -> bool:
     return False
 
 
-# Set by the command line's SIGINT handler. A KeyboardInterrupt raised while
-# the interpreter runs a finaliser or a garbage-collector callback (JAX's
-# _xla_gc_callback) is printed and swallowed ("Exception ignored in ..."),
-# and the work goes on: a bootstrap test given Ctrl-C ran on for hours. A
-# swallowed Ctrl-C is raised again RETRY_SECONDS later, and the long loops
-# also check this flag between their steps (where SIGALRM does not exist).
-_pending = False
-
-
 def note_interrupt(signum, frame) -> None:
-    """A SIGINT handler: remember the interrupt, then raise it as the default handler does.
+    """SIGINT's handler, and SIGALRM's while an interrupt waits: raise it once, outside an import.
 
     Inside an import it is only remembered, and tried again every
-    :data:`RETRY_SECONDS` until it comes outside one (or the next
-    :func:`raise_if_interrupted` raises it): a KeyboardInterrupt raised while
-    an extension module sets itself up (jaxlib's MLIR bindings, 0.2-0.3 s
-    after start) aborted the program (SIGABRT) or crashed it (SIGSEGV)
-    instead of ending it.
+    :data:`RETRY_SECONDS`. Once it has been raised, a further Ctrl-C is only
+    remembered: raised while the program reports the first, it would escape
+    as a traceback.
     """
     global _pending
     _pending = True
-    if not _inside_import(frame):
-        raise KeyboardInterrupt
-    # Raised as soon as the import is over, not at the next check: that can
-    # be a whole batch of evaluation later (12 s, on a loaded machine).
-    _try_again_soon()
+    if _raised:
+        return
+    if _inside_import(frame):
+        # Raised as soon as the import is over, not at the next check: that
+        # can be a whole batch of evaluation later (12 s, on a loaded machine).
+        _try_again_soon()
+    else:
+        _raise()
 
 
-RETRY_SECONDS = 0.02
-"""How often an interrupt that came inside an import, or was swallowed, is tried again."""
+def raise_if_interrupted() -> None:
+    """Raise KeyboardInterrupt if the program was interrupted and the interrupt was swallowed."""
+    if _pending:
+        _raise()
+
+
+def quiet_swallowed_interrupt(unraisable) -> None:
+    """A ``sys.unraisablehook``: a Ctrl-C that a finaliser swallowed is raised again, untold.
+
+    JAX's ``_xla_gc_callback`` swallowed Ctrl-C while ``-m all_trec`` lowered
+    its kernel, and the program went on for the rest of the lowering (8-12 s)
+    to the next check: it is tried again :data:`RETRY_SECONDS` later, without
+    Python's report of it. Any other unraisable exception is reported as
+    Python reports it.
+    """
+    global _raised
+    if _pending and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _raised = False
+        _try_again_soon()
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def _raise() -> NoReturn:
+    """Raise the remembered interrupt, with no retry left to raise it again."""
+    global _raised
+    _raised = True
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    raise KeyboardInterrupt
 
 
 def _try_again_soon() -> None:
-    """Raise the remembered interrupt again in :data:`RETRY_SECONDS` (where SIGALRM exists)."""
+    """Try the remembered interrupt again in :data:`RETRY_SECONDS` (where SIGALRM exists)."""
     if hasattr(signal, "setitimer"):
-        signal.signal(signal.SIGALRM, _retry)
         signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
-
-
-def _retry(signum, frame) -> None:
-    """SIGALRM's handler while an interrupt waits for an import to end."""
-    note_interrupt(signal.SIGINT, frame)
 
 
 def _inside_import(frame) -> bool:
@@ -72,24 +132,3 @@ def _inside_import(frame) -> bool:
             return True
         frame = frame.f_back
     return False
-
-
-def raise_if_interrupted() -> None:
-    """Raise KeyboardInterrupt if the program was interrupted and the interrupt was swallowed."""
-    if _pending:
-        raise KeyboardInterrupt
-
-
-def quiet_swallowed_interrupt(unraisable) -> None:
-    """A ``sys.unraisablehook``: no traceback for a Ctrl-C that a finaliser swallowed.
-
-    :func:`note_interrupt` remembered it, and raises it again
-    :data:`RETRY_SECONDS` later: JAX's ``_xla_gc_callback`` swallowed Ctrl-C
-    while ``-m all_trec`` lowered its kernel, and the program went on for the
-    rest of the lowering (8-12 s) to the next check. Any other unraisable
-    exception is reported as Python reports it.
-    """
-    if _pending and isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _try_again_soon()
-        return
-    sys.__unraisablehook__(unraisable)

@@ -27,8 +27,11 @@ import functools
 import json
 import math
 import os
+import signal
 import sys
 from importlib import resources
+
+import pyarrow as pa
 
 from lodestar import _interrupt, _startup, _terminal, evaluation
 
@@ -894,9 +897,9 @@ def console() -> None:
     JAX loads on a thread while the files are read. A closed pipe
     (``lodestar evaluate ... | head -1``) ends the program quietly, as it ends
     trec_eval; Ctrl-C exits with status 130 and one line instead of a
-    traceback. It sets float64, JAX's persistent compilation cache and the
-    C library's thresholds for large blocks for its own process, which
-    :func:`main` never does.
+    traceback. It sets float64, JAX's persistent compilation cache, the C
+    library's thresholds for large blocks and who handles Ctrl-C (not
+    pyarrow) for its own process, which :func:`main` never does.
 
     Returns:
       Never: it exits the process with :func:`main`'s status (130 when
@@ -904,20 +907,19 @@ def console() -> None:
 
     The console script ``lodestar`` and ``python -m lodestar`` call it.
     """
-    import signal
-
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    # Ctrl-C raises as before, and is remembered, so that the long loops raise
-    # it again if a finaliser swallowed it. A SIGINT ignored by the shell (a
-    # background job) stays ignored.
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, _interrupt.note_interrupt)
-        sys.unraisablehook = _interrupt.quiet_swallowed_interrupt
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _startup.WithoutPandas())
-    _startup.keep_scratch_memory()
+    # Everything is inside the try: Ctrl-C can come at any line, and an
+    # interrupt remembered during an import is raised right after it.
     try:
+        if hasattr(signal, "SIGPIPE"):
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        _interrupt.install()
+        # pyarrow sets a SIGINT handler of its own around each parse, and lost
+        # a Ctrl-C that came as a parse ended (1 in 300 at TREC depth): the
+        # reader parses in pieces, and Python's handler runs between them.
+        pa.enable_signal_handlers(False)
+        if "pandas" not in sys.modules:
+            sys.meta_path.insert(0, _startup.WithoutPandas())
+        _startup.keep_scratch_memory()
         # A Ctrl-C that a finaliser swallowed while the modules imported.
         _interrupt.raise_if_interrupted()
         _startup.load_in_background()
@@ -929,11 +931,10 @@ def console() -> None:
         status = _flushed(status)
     except BaseException as error:
         # Ctrl-C, or an import it interrupted that raised an error of its own
-        # (NumPy's "C-extensions failed").
+        # (NumPy's "C-extensions failed"). A second Ctrl-C while the note is
+        # written is only remembered (lodestar._interrupt).
         if not _interrupt.caused_by_interrupt(error):
             raise
-        # A second Ctrl-C while the note is written must not end in a traceback.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _terminal.note("interrupted")
         status = _flushed(130, results=False)
     # The program ends with os._exit once its streams are flushed. Ending the
