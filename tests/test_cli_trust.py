@@ -11,6 +11,7 @@ TREC-depth run evaluated repeatedly (it crashed in 3 of 4 runs: decision
 process's own.
 """
 
+import contextlib
 import gzip
 import io
 import json
@@ -799,6 +800,19 @@ def handled_interrupts(monkeypatch):
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def _signalling_module(tmp_path, monkeypatch, name, rest=""):
+    """A module ``name`` on the path whose import raises SIGINT, then runs ``rest``."""
+    (tmp_path / f"{name}.py").write_text(
+        "import signal, time\nsignal.raise_signal(signal.SIGINT)\n" + rest
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        yield
+    finally:
+        sys.modules.pop(name, None)
+
+
 def test_ctrl_c_inside_an_import_is_remembered_and_raised_after_it(
     handled_interrupts, monkeypatch, tmp_path
 ):
@@ -807,11 +821,8 @@ def test_ctrl_c_inside_an_import_is_remembered_and_raised_after_it(
     # MLIR bindings, ended in SIGABRT and SIGSEGV (tests/test_cli_fuzz.py, under
     # load). Inside an import the handler only remembers it, and tries again
     # until it comes outside one: the import ends, then it is raised.
-    (tmp_path / "signalled_during_import.py").write_text(
-        "import signal, time\nsignal.raise_signal(signal.SIGINT)\ntime.sleep(0.2)\nFINISHED = True\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
+    name = "signalled_during_import"
+    with _signalling_module(tmp_path, monkeypatch, name, "time.sleep(0.2)\nFINISHED = True\n"):
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             import signalled_during_import  # noqa: F401
@@ -819,11 +830,9 @@ def test_ctrl_c_inside_an_import_is_remembered_and_raised_after_it(
             time.sleep(5)
         # The import ran to its end (0.2 s after the signal), and the
         # interrupt came right after it, not 5 s later.
-        assert sys.modules["signalled_during_import"].FINISHED
+        assert sys.modules[name].FINISHED
         assert handled_interrupts._pending
         assert 0.2 <= time.monotonic() - started < 2
-    finally:
-        sys.modules.pop("signalled_during_import", None)
 
 
 def test_ctrl_c_outside_an_import_raises_at_once(handled_interrupts):
@@ -912,11 +921,7 @@ def test_an_interrupt_raised_after_an_import_leaves_no_retry_armed(
     # wrote "interrupted": two tracebacks and death by SIGINT (2 in 24 Ctrl-Cs
     # 0.25-0.3 s into compare). Once raised, the interrupt is raised by no
     # retry.
-    (tmp_path / "signalled_and_done.py").write_text(
-        "import signal\nsignal.raise_signal(signal.SIGINT)\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    try:
+    with _signalling_module(tmp_path, monkeypatch, "signalled_and_done"):
         with pytest.raises(KeyboardInterrupt):
             import signalled_and_done  # noqa: F401
 
@@ -926,8 +931,6 @@ def test_an_interrupt_raised_after_an_import_leaves_no_retry_armed(
             time.sleep(0.1)  # five retries' time
         except KeyboardInterrupt:
             pytest.fail("a retry raised the interrupt again")
-    finally:
-        sys.modules.pop("signalled_and_done", None)
 
 
 def test_a_second_ctrl_c_while_the_first_unwinds_raises_no_other(handled_interrupts):
