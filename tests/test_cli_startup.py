@@ -177,7 +177,9 @@ def test_the_program_keeps_its_kernel_scratch_memory_from_batch_to_batch(tmp_pat
     with jax.enable_x64(True):
         kernels = (tmp_path / "c" / _executables.SUBDIRECTORY).iterdir()
         (kept,) = [p for p in kernels if not p.name.startswith(_executables._RECENT)]
-        scratch = _executables._load(str(kept)).memory_analysis().temp_size_in_bytes
+        loaded = _executables._load(str(kept))
+        assert isinstance(loaded, _executables._Kept), loaded
+        scratch = loaded.run.memory_analysis().temp_size_in_bytes
     more_batches = (1504 - 64) // 32
     # Faulting every batch's scratch afresh would add more_batches * pages.
     assert many - few < more_batches * (scratch // 4096) / 2

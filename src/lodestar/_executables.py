@@ -123,11 +123,11 @@ def keep_in(directory: str | os.PathLike | None, *, max_bytes: int = DEFAULT_MAX
     The subdirectory is made readable and writable by its owner alone; where
     it cannot be made, or is not trusted (:func:`untrusted`), nothing is kept
     and :data:`note` says why. ``max_bytes`` bounds the store: the least
-    recently used files are removed past it, and 0 keeps nothing.
+    recently used files are removed past it.
     """
     global _directory, _max_bytes
     _directory = None
-    if directory is None or max_bytes == 0:
+    if directory is None:
         return
     store = os.path.join(os.fspath(directory), SUBDIRECTORY)
     try:
