@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -624,6 +625,7 @@ def test_evaluating_and_comparing_files_never_imports_pandas():
     # fresh script that scores files, for nothing (the reader reads buffers).
     code = """
 import sys
+from pathlib import Path
 from importlib import resources
 import lodestar
 data = resources.files("lodestar") / "data"
@@ -667,3 +669,19 @@ def test_eleven_point_average_beside_its_levels_reads_them_to_the_bit(ignore_tie
     for name in ["11pt_avg", *levels]:
         alone = lodestar.evaluate(qrels, run, [name], trec_eval=True, ignore_ties=ignore_ties)
         np.testing.assert_array_equal(together.values[name], alone.values[name])
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: lodestar.evaluate("-", "-", ["map"]),
+        lambda: lodestar.evaluate(b"-", Path("-"), ["map"]),
+        lambda: lodestar.compare("qrels.txt", {"a": "-", "b": "-"}, ["map"]),
+    ],
+    ids=["evaluate", "evaluate-bytes-and-path", "compare"],
+)
+def test_standard_input_is_given_once_from_python(call):
+    # As on the command line: read twice, the second file was empty and the
+    # report said that no query is in both, which hid the mistake.
+    with pytest.raises(ValueError, match="'-' is given more than once"):
+        call()

@@ -544,19 +544,11 @@ _PATH_ERRORS = frozenset(
 
 
 def _check_standard_input_once(paths: list[str]) -> None:
-    """Refuse ``-`` given twice: standard input can be read only once.
-
-    Read twice, the second file would be empty and the report would say that
-    no query is in both, which hides the mistake.
-
-    Raises:
-      UsageError: ``-`` is more than one of ``paths``.
-    """
-    if paths.count("-") > 1:
-        raise UsageError(
-            "'-' is given more than once, but standard input can be read only once; "
-            "give the other files as paths"
-        )
+    """:func:`lodestar.evaluation.check_standard_input_once`, as a usage error."""
+    try:
+        evaluation.check_standard_input_once(paths)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _check_evaluate_arguments(args: argparse.Namespace) -> None:

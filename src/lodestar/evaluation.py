@@ -188,6 +188,26 @@ def _group_pair(qid, group) -> bytes:
     return b" ".join(parts)
 
 
+STANDARD_INPUT_TWICE = (
+    "'-' is given more than once, but standard input can be read only once; "
+    "give the other files as paths"
+)
+
+
+def check_standard_input_once(sources) -> None:
+    """Refuse ``-`` (standard input) among ``sources`` more than once.
+
+    Read twice, the second file would be empty and the report would say that
+    no query is in both, which hides the mistake.
+
+    Raises:
+      ValueError: ``-`` is more than one of ``sources``.
+    """
+    paths = [os.fsdecode(s) for s in sources if isinstance(s, str | bytes | os.PathLike)]
+    if paths.count("-") > 1:
+        raise ValueError(STANDARD_INPUT_TWICE)
+
+
 def _load(
     source, *, qrels: bool, judgment_groups: bool = False, name: str | None = None
 ) -> _read.TrecFile:
@@ -537,7 +557,8 @@ def evaluate(
       ValueError: an unknown measure; a malformed record (the message names
         the file and line, or for a dict or table the query and document:
         a relevance that is not an integer in int64's range, a score that is
-        not finite); no query to evaluate.
+        not finite); no query to evaluate; ``-`` (standard input) given as
+        both files.
       TypeError: a source of another kind, or ids that are not str, bytes
         or int; ``measures`` not a name or a sequence of names.
       InvalidParameterError: ``relevance_level`` not an int >= 0,
@@ -596,6 +617,7 @@ def evaluate(
         judged_only=switches["judged_only"],
         num_documents=num_documents,
     )
+    check_standard_input_once([qrels, run])
     qrels_file = _load(qrels, qrels=True, judgment_groups=switches["judgment_groups"])
     run_file = _load(run, qrels=False)
     joined, values, extremes, withheld = run_joined(
@@ -718,6 +740,7 @@ def compare(
         relevance_level=relevance_level,
         ignore_ties=switches["ignore_ties"],
     )
+    check_standard_input_once([qrels, *runs.values()])
     qrels_file = _load(qrels, qrels=True)
     run_files = {name: _load(run, qrels=False, name=name) for name, run in runs.items()}
     return compare_joined(
