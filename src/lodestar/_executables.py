@@ -104,17 +104,26 @@ def untrusted(directory: str | os.PathLike) -> str | None:
         return f"{path} cannot be read ({error.strerror or error})"
     if not stat.S_ISDIR(status.st_mode):
         return f"{path} is not a directory"
-    if not hasattr(os, "geteuid"):
+    if not _owners():
         return None
     if status.st_uid != os.geteuid():
         return (
             f"{path} belongs to another user (uid {status.st_uid}); name a directory of "
             "your own with LODESTAR_COMPILATION_CACHE"
         )
-    if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if _others_can_write(status):
         mode = stat.filemode(status.st_mode)
         return f"{path} can be written by other users ({mode}); 'chmod go-w {path}' fixes it"
     return None
+
+
+def _owners() -> bool:
+    """Whether the system has owners of files to check (not Windows)."""
+    return hasattr(os, "geteuid")
+
+
+def _others_can_write(status: os.stat_result) -> bool:
+    return bool(status.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
 def keep_in(directory: str | os.PathLike | None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -289,9 +298,7 @@ def _read(path: str) -> tuple[str, bytes]:
     """
     with open(path, "rb") as file:
         status = os.fstat(file.fileno())
-        if hasattr(os, "geteuid") and (
-            status.st_uid != os.geteuid() or status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-        ):
+        if _owners() and (status.st_uid != os.geteuid() or _others_can_write(status)):
             raise _Rejected("it belongs to another user or others can write it")
         data = file.read()
     if not data.startswith(MAGIC):
@@ -367,11 +374,8 @@ def _save(path: str, key: str, program: bytes) -> None:
 def _prune(directory: str, max_bytes: int, *, keep: str) -> None:
     """Remove the least recently used files of the store until it holds at most ``max_bytes``."""
     try:
-        entries = [
-            (entry.stat().st_mtime, entry.stat().st_size, entry.path)
-            for entry in os.scandir(directory)
-            if entry.is_file(follow_symlinks=False)
-        ]
+        files = [e for e in os.scandir(directory) if e.is_file(follow_symlinks=False)]
+        entries = [(s.st_mtime, s.st_size, e.path) for e in files for s in (e.stat(),)]
     except OSError:
         return
     total = sum(size for _, size, _ in entries)

@@ -42,10 +42,8 @@ def configure_jax() -> None:
     # A cache that cannot be written would make JAX warn at every compilation
     # (a read-only home, a path through a file): the program compiles without
     # it, and says so only where the user named the directory.
-    used, refusal = evaluation.open_compilation_cache(None, max_size=None)
-    if refusal is not None:
-        _terminal.note(f"not using the compilation cache: {refusal}")
-    elif used is None:
+    used, untrusted = evaluation.open_compilation_cache(None, max_size=None)
+    if used is None and not untrusted:
         setting = os.environ.get(evaluation.CACHE_VARIABLE, "")
         if setting not in ("", "0"):
             _terminal.note(

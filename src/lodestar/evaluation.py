@@ -943,21 +943,18 @@ def use_compilation_cache(
         isinstance(max_size, bool) or not isinstance(max_size, int) or max_size <= 0
     ):
         raise ValueError(f"max_size must be a positive number of bytes, got {max_size!r}.")
-    used, refusal = open_compilation_cache(directory, max_size=max_size)
-    if refusal is not None:
-        from lodestar import _executables
-
-        _executables.note(f"not using the compilation cache: {refusal}")
+    used, _ = open_compilation_cache(directory, max_size=max_size)
     return used
 
 
 def open_compilation_cache(
     directory: str | os.PathLike | None, *, max_size: int | None
-) -> tuple[str | None, str | None]:
-    """The work of :func:`use_compilation_cache`: ``(directory in use or None, why not trusted)``.
+) -> tuple[str | None, bool]:
+    """The work of :func:`use_compilation_cache`: ``(directory in use or None, whether untrusted)``.
 
-    A directory that cannot be created or written is refused without a
-    reason (the program notes it only where the user named it).
+    An untrusted directory is refused with a note (:data:`lodestar._executables.note`)
+    that says why; one that cannot be created or written is refused without
+    one (the program notes it only where the user named it).
     """
     import jax
 
@@ -967,17 +964,18 @@ def open_compilation_cache(
         max_size = cache_size_limit()
     directory = default_cache_directory() if directory is None else os.fspath(directory)
     if directory is None:
-        return None, None
+        return None, False
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         writable = os.access(directory, os.W_OK | os.X_OK)
     except OSError:
         writable = False
     if not writable:
-        return None, None
+        return None, False
     refusal = _executables.untrusted(directory)
     if refusal is not None:
-        return None, refusal
+        _executables.note(f"not using the compilation cache: {refusal}")
+        return None, True
     jax.config.update("jax_compilation_cache_dir", directory)
     # lodestar's kernels compile in well under JAX's default threshold of a second.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
@@ -987,4 +985,4 @@ def open_compilation_cache(
     if importlib.util.find_spec("filelock") is not None:
         jax.config.update("jax_compilation_cache_max_size", max_size)
     _executables.keep_in(directory, max_bytes=max_size)
-    return directory, None
+    return directory, False
