@@ -21,8 +21,8 @@ passes its size limit. Decision 0038 records the design and its measurements.
 
 It is on where :func:`lodestar.use_compilation_cache` (which the command line
 calls) turned JAX's cache on, in the subdirectory :data:`SUBDIRECTORY`, and
-only for a call that asks for it: a kernel holding a host callback cannot be
-exported, and only the TREC layer's batches arrive ranked (decision 0018).
+only for a call that asks for it: only the TREC layer's batches arrive ranked
+(decision 0018).
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from typing import Any, TypeVar
 import jax
 import numpy as np
 from jax.core import Tracer
+
+from lodestar import _native
 
 FORMAT = 2
 """Bumped when what a stored file holds changes."""
@@ -238,10 +240,10 @@ def _describe(value: Any) -> str:
 
 @functools.cache
 def _source_digest() -> str:
-    """A digest of every Python file of the installed lodestar package."""
+    """A digest of every Python file of the installed lodestar package, and of its kernels."""
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.glob("_kernels.*")]):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
@@ -265,6 +267,7 @@ def _environment() -> str:
             os.environ.get("XLA_FLAGS", ""),
             str(jax.dtypes.canonicalize_dtype(np.float64)),  # x64, thread-local
             str(jax.config.values.get("jax_default_matmul_precision")),
+            _native.loaded(),  # which route ranks: the compiled kernels or XLA's sort
             _source_digest(),
         )
     )
@@ -323,6 +326,7 @@ def _compile(program: bytes) -> Callable:
     JAX's persistent cache holds the compilation of these few lines once any
     process compiled them, so a kept kernel compiles from there.
     """
+    _native.loaded()  # a program holding the kernels' custom calls needs them registered
     exported = jax.export.deserialize(bytearray(program))
     shapes = [jax.ShapeDtypeStruct(aval.shape, aval.dtype) for aval in exported.in_avals]
     args, kwargs = jax.tree.unflatten(exported.in_tree, shapes)
@@ -393,7 +397,8 @@ def _prune(directory: str, max_bytes: int, *, keep: str) -> None:
 
 def _export(jitted, args, static) -> bytes:
     """The program ``jitted`` lowers to for ``args``, serialized."""
-    return bytes(jax.export.export(jitted)(*args, **static).serialize())
+    exporter = jax.export.export(jitted, disabled_checks=_native.export_checks())
+    return bytes(exporter(*args, **static).serialize())
 
 
 def _on_default_device(leaf) -> bool:

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _host, _ranking, _registry, _validation
+from lodestar import _native, _ranking, _registry, _validation
 
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
@@ -153,9 +153,12 @@ def descending_gains(values: jax.Array, valid: jax.Array) -> jax.Array:
 
 @jax.custom_jvp
 def _sorted_values(values: jax.Array, valid: jax.Array) -> jax.Array:
-    if _ranking._host_sort_applies():
-        result = (_host.result_type(values, values.dtype),)
-        return _host.call(lambda v, m: (host_descending_gains(v, m),), result, values, valid)[0]
+    if _native.applies():
+        return _native.on_cpu(_native.descending_gains, _xla_sorted_values, values, valid)
+    return _xla_sorted_values(values, valid)
+
+
+def _xla_sorted_values(values: jax.Array, valid: jax.Array) -> jax.Array:
     ordered = -jnp.sort(jnp.where(valid, -values, jnp.inf), axis=-1)
     start = jnp.sum(valid & ~jnp.isnan(values), axis=-1, keepdims=True)
     stop = start + jnp.sum(~valid, axis=-1, keepdims=True)
@@ -169,32 +172,6 @@ def _sorted_values_jvp(primals, tangents):
     order = _ranking.descending_order(values, valid)
     values_dot = jnp.take_along_axis(jnp.where(valid, tangents[0], 0), order, axis=-1)
     return _sorted_values(values, valid), values_dot
-
-
-def host_descending_gains(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """:func:`descending_gains` in NumPy, a chunk of rows at a time over the host threads."""
-    values, valid = np.asarray(values), np.asarray(valid)
-    n = values.shape[-1]
-    flat, flat_valid = values.reshape(-1, n), valid.reshape(-1, n)
-    ordered = np.empty_like(flat)
-
-    def work(rows):
-        chunk, real = flat[rows], flat_valid[rows]
-        key = np.where(real, -chunk, np.inf)
-        key.sort(axis=-1)
-        np.negative(key, out=key)
-        padding = n - np.count_nonzero(real, axis=-1)
-        # Padding's key, +inf, sorts with a real -inf's and before a NaN's,
-        # so it follows the real values that are not NaN. It is placed here,
-        # not in XLA, which sums boolean rows of over 32 items slowly.
-        if padding.any():
-            start = np.count_nonzero(real & ~np.isnan(chunk), axis=-1)[:, None]
-            position = np.arange(n)
-            key[(position >= start) & (position < start + padding[:, None])] = 0
-        ordered[rows] = key
-
-    _host.for_row_chunks(work, flat.shape[0], n)
-    return ordered.reshape(values.shape)
 
 
 def ideal_candidates(gains: jax.Array, valid: jax.Array) -> jax.Array:

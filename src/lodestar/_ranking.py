@@ -34,8 +34,9 @@ backend. The choice and its measurements are recorded in
   values; for ``k`` much smaller than ``n``.
 * ``"sort"``: one multi-operand :func:`jax.lax.sort`, block bounds by
   cumulative max/min, then a scatter back to item order. Used on GPU and TPU.
-* ``"host"``: NumPy's vectorised sort behind :func:`jax.pure_callback`, on
-  CPU only, where XLA's sort is far slower than NumPy's.
+* ``"native"``: lodestar's compiled CPU kernel (:mod:`lodestar._native`), an
+  XLA custom call, on CPU only, where XLA's sort is far slower; XLA's sort on
+  any other platform the same program is lowered for (decision 0043).
 """
 
 from __future__ import annotations
@@ -49,23 +50,23 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _host
+from lodestar import _native
 
-METHODS = ("auto", "pairwise", "topk", "sort", "host")
+METHODS = ("auto", "pairwise", "topk", "sort", "native")
 
 # Thresholds for method="auto"; measured in benchmarks/bench_engine.py and
 # recorded in docs/decisions/0004-rank-engine-algorithms.md and 0012.
 PAIRWISE_MAX_N = 512
 TOPK_MAX_K = 128
 # Top-k needs TOPK_MIN_N items and n >= ratio * k. How small k must be depends
-# on how the k largest are found: NumPy's sort on the host (CPU, ties
+# on how the k largest are found: the compiled kernel (CPU, ties
 # averaged) is cheap, lax.top_k is not, and with it top-k wins below
 # TOPK_ALWAYS_N items only when k is small against n.
 TOPK_MIN_N = 80
 TOPK_MIN_RATIO_HOST = 3
 TOPK_MIN_RATIO = 16
 TOPK_ALWAYS_N = 384
-# lax.top_k's n * k comparisons lose to the threaded host sort above this k.
+# lax.top_k's n * k comparisons lose to the compiled kernel's sort above this k.
 TOPK_MAX_K_XLA = 64
 # From this length on, the NDCG ideal orders the gains with one sort
 # (_gains.descending_gains) instead of a second counting pass; up to 32 items
@@ -120,16 +121,16 @@ def choose_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
     only sets the speed.
     """
     if k is not None and k < n and k <= TOPK_MAX_K and n >= TOPK_MIN_N:
-        # Averaged ties take the top values from the host's sort where it
+        # Averaged ties take the top values from the compiled kernel where it
         # applies; the descending-index tie-break needs lax.top_k's indices.
-        if not ignore_ties and _host_sort_applies():
+        if not ignore_ties and _native.applies():
             if n >= TOPK_MIN_RATIO_HOST * k:
                 return "topk"
         elif k <= TOPK_MAX_K_XLA and (n > TOPK_ALWAYS_N or n >= TOPK_MIN_RATIO * k):
             return "topk"
     if n <= PAIRWISE_MAX_N:
         return "pairwise"
-    return "sort_or_host"
+    return "sort_or_native"
 
 
 def exploited_cutoff(n: int, k: int | None, *, ignore_ties: bool = False) -> int | None:
@@ -172,7 +173,7 @@ def tie_blocks(
     if method == "auto":
         method = choose_method(n, k, ignore_ties=ignore_ties)
     if method == "topk" and k is None:
-        method = "sort_or_host"
+        method = "sort_or_native"
     if n == 0:
         empty = jnp.zeros(scores.shape, jnp.int32)
         return TieBlocks(empty, empty + 1)
@@ -182,11 +183,11 @@ def tie_blocks(
         return _topk(scores, valid, k, ignore_ties)
     if method == "sort":
         return _xla_sort(scores, valid, ignore_ties)
-    if method == "host":
-        return _host_sort(scores, valid, ignore_ties)
-    if method == "sort_or_host":
-        if _host_sort_applies():
-            return _host_sort(scores, valid, ignore_ties)
+    if method == "native":
+        return _native_sort(scores, valid, ignore_ties)
+    if method == "sort_or_native":
+        if _native.applies():
+            return _native_sort(scores, valid, ignore_ties)
         return _xla_sort(scores, valid, ignore_ties)
     raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
 
@@ -345,53 +346,52 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
-def _host_sort(scores, valid, ignore_ties) -> TieBlocks:
-    out = _host.result_type(scores, jnp.int32)
-    above, tied = _host.call(
-        lambda s, v: host_tie_blocks(s, v, ignore_ties), (out, out), scores, valid
-    )
-    return TieBlocks(above, tied)
+def _native_sort(scores, valid, ignore_ties) -> TieBlocks:
+    """The counts from the compiled kernel on CPU, from XLA's sort elsewhere."""
+
+    def native(scores, valid):
+        return TieBlocks(*_native.tie_blocks(scores, valid, ignore_ties=ignore_ties))
+
+    def xla(scores, valid):
+        return _xla_sort(scores, valid, ignore_ties)
+
+    return _native.on_cpu(native, xla, scores, valid)
 
 
-def _host_sort_applies() -> bool:
-    """Whether to rank through NumPy's sort on the host (decisions 0004 and 0010).
-
-    On CPU NumPy's sort is far faster than XLA's. The callback is safe where it
-    runs once per device on that device's own lists: with a single device, or
-    inside a ``shard_map`` whose every mesh axis is manual. In a program that
-    XLA partitions over several devices it would run on one device inside a
-    conditional, which deadlocks on CPU; there XLA's sort is used, and the
-    partitioner runs it on every shard. Decided at trace time: both methods
-    give identical counts on every backend, so only speed depends on it.
-    """
-    if jax.default_backend() != "cpu":
-        return False
-    if jax.device_count() == 1:
-        return True
-    mesh = jax.sharding.get_abstract_mesh()
-    return not mesh.empty and mesh.are_all_axes_manual
+# NumPy ranks the command line's lists where the kernels are not loaded, this
+# many items at a time: its temporaries then stay a few cache-sized blocks
+# instead of several copies of the whole batch (decision 0011).
+_NUMPY_CHUNK_ITEMS = 1 << 16
 
 
-# The top values' callback keeps only k values of a row, so it can take larger
-# chunks than _host.CHUNK_ITEMS, which make counting the k-th value's run
-# cheaper (the count steps through a chunk's columns) at the same sorting
-# speed. Decision 0012 (host callbacks) records the measurement.
-_TOP_CHUNK_ITEMS = 1 << 18
+@functools.partial(jax.jit, static_argnames="ignore_ties")
+def _native_tie_blocks(scores, valid, *, ignore_ties):
+    return _native_sort(rankable(scores), valid, ignore_ties)
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
-    """NumPy implementation of the engine contract (no cut-off), any batch shape."""
+    """The engine's counts (no cut-off) of NumPy arrays, as NumPy arrays, any batch shape.
+
+    The command line ranks its batches with this outside its jitted kernel
+    (decision 0018): with the compiled kernels, in one small program of its
+    own; without them, with NumPy's sort, which on CPU is faster than XLA's.
+    """
+    scores, valid = np.asarray(scores), np.broadcast_to(valid, np.shape(scores))
+    if _native.loaded():
+        # The scores keep their dtype: float64 scores distinct only beyond
+        # float32's resolution must not tie.
+        with jax.enable_x64(scores.dtype.itemsize == 8):
+            above, tied = _native_tie_blocks(scores, valid, ignore_ties=ignore_ties)
+        return np.asarray(above), np.asarray(tied)
     shape = scores.shape
     n = shape[-1]
-    scores = scores.reshape(-1, n)
-    valid = np.broadcast_to(valid, shape).reshape(-1, n)
-    above = np.empty(scores.shape, np.int32)
-    tied = np.empty(scores.shape, np.int32)
-
-    def work(rows):
-        above[rows], tied[rows] = _host_tie_blocks_2d(scores[rows], valid[rows], ignore_ties)
-
-    _host.for_row_chunks(work, scores.shape[0], n)
+    flat, flat_valid = scores.reshape(-1, n), valid.reshape(-1, n)
+    above = np.empty(flat.shape, np.int32)
+    tied = np.empty(flat.shape, np.int32)
+    step = max(1, _NUMPY_CHUNK_ITEMS // max(n, 1))
+    for start in range(0, flat.shape[0], step):
+        rows = slice(start, start + step)
+        above[rows], tied[rows] = _host_tie_blocks_2d(flat[rows], flat_valid[rows], ignore_ties)
     return above.reshape(shape), tied.reshape(shape)
 
 
@@ -482,9 +482,9 @@ def _host_tie_blocks_2d(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool
 def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
     """Indices that order each list's real values descending, padding last.
 
-    The order among equal values is unspecified. On CPU this is NumPy's
-    argsort behind :func:`jax.pure_callback` where ``_host_sort_applies``;
-    elsewhere XLA's. The indices carry no gradient.
+    The order among equal values is unspecified. On CPU, where the compiled
+    kernels apply, this is their stable argsort; elsewhere XLA's. The indices
+    carry no gradient.
     """
     # The key keeps the values' own float dtype: a float32 key would merge
     # float64 gains closer than float32 resolution and misorder them.
@@ -492,14 +492,35 @@ def descending_order(values: jax.Array, valid: jax.Array) -> jax.Array:
     if not jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(jnp.float32)
     key = jnp.where(valid, -values, jnp.inf)
-    if not _host_sort_applies():
-        return jnp.argsort(key, axis=-1).astype(jnp.int32)
-    return _host.call(lambda k: (host_argsort(k),), (_host.result_type(key, jnp.int32),), key)[0]
+    return ascending_order(key)
+
+
+def ascending_order(key: jax.Array) -> jax.Array:
+    """int32 indices that sort each row of ``key`` ascending, stably, NaN last.
+
+    The compiled kernel's argsort on CPU where it applies, XLA's stable sort
+    elsewhere (and in the same program when lowered for other platforms too).
+    """
+
+    def xla(key):
+        axis = key.ndim - 1
+        index = lax.broadcasted_iota(jnp.int32, key.shape, axis)
+        return lax.sort((key, index), dimension=axis, num_keys=1, is_stable=True)[1]
+
+    if not _native.applies():
+        return xla(key)
+    return _native.on_cpu(_native.stable_argsort, xla, key)
 
 
 def host_rank_order(above: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """:meth:`Ranking.rank_order` from host counts: items by ``above``, padding last."""
-    return host_argsort(np.where(valid, above, above.shape[-1] + 1))
+    key = np.where(valid, above, above.shape[-1] + 1).astype(np.int32)
+    if _native.loaded():
+        return np.asarray(_ascending_order_program(key))
+    return np.argsort(key, axis=-1, kind="stable").astype(np.int32)
+
+
+_ascending_order_program = jax.jit(ascending_order)
 
 
 def host_trec_order(scores: np.ndarray, docno_rank: np.ndarray) -> np.ndarray:
@@ -510,27 +531,13 @@ def host_trec_order(scores: np.ndarray, docno_rank: np.ndarray) -> np.ndarray:
     return np.lexsort((-docno_rank, -scores))
 
 
-def host_argsort(key) -> np.ndarray:
-    """int32 ``np.argsort`` along the last axis, a chunk of rows at a time."""
-    key = np.asarray(key)
-    n = key.shape[-1]
-    flat = key.reshape(-1, n)
-    order = np.empty(flat.shape, np.int32)
-
-    def work(rows):
-        order[rows] = np.argsort(flat[rows], axis=-1)
-
-    _host.for_row_chunks(work, flat.shape[0], n)
-    return order.reshape(key.shape)
-
-
 def largest_values(values: jax.Array, k: int) -> jax.Array:
     """The ``k`` largest values of each list, descending: ``lax.top_k``'s values.
 
-    On CPU, where ``_host_sort_applies``, this is NumPy's sort behind
-    :func:`jax.pure_callback`, which on CPU is much faster than
-    :func:`jax.lax.top_k`; decision 0012 records the timings. Values pass through
-    ``stop_gradient``. Mask padding to the lowest value first.
+    On CPU, where the compiled kernels apply, one pass of their selection per
+    row, which is much faster than :func:`jax.lax.top_k` (decisions 0012 and
+    0043 record the timings). Values pass through ``stop_gradient``. Mask
+    padding to the lowest value first.
 
     Args:
       values: ``(..., n)`` values, ``n >= k``.
@@ -545,89 +552,28 @@ def largest_values(values: jax.Array, k: int) -> jax.Array:
 def _largest(
     values, k, *, count_kth, also=None
 ) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
-    """:func:`largest_values` of ``values`` and of ``also``, in one host callback.
+    """:func:`largest_values` of ``values`` and of ``also``.
 
     Returns ``(top, kth_count, also_top)``: ``kth_count`` (int32 ``(...)``, how
     many values equal the k-th largest; 0 where it is NaN) only with
     ``count_kth``, ``also_top`` only with ``also``, else None.
     """
     arrays = [lax.stop_gradient(values)] + ([] if also is None else [lax.stop_gradient(also)])
-    if not _host_sort_applies():
+
+    def xla(*arrays):
         tops = [lax.top_k(a, k)[0] for a in arrays]
-        count = None
-        if count_kth:
-            count = jnp.sum(arrays[0] == tops[0][..., k - 1 :], axis=-1, dtype=jnp.int32)
-        return tops[0], count, tops[1] if also is not None else None
-    results = [_host.result_type(a, a.dtype, a.shape[:-1] + (k,)) for a in arrays]
-    if count_kth:
-        results.append(_host.result_type(values, jnp.int32, values.shape[:-1]))
-    found = _host.call(
-        functools.partial(_host_largest_values, k=k, count_kth=count_kth), results, *arrays
-    )
-    tops, count = found[: len(arrays)], found[len(arrays)] if count_kth else None
-    return tops[0], count, tops[1] if also is not None else None
+        count = jnp.sum(arrays[0] == tops[0][..., k - 1 :], axis=-1, dtype=jnp.int32)
+        return tops, count
 
+    def native(*arrays):
+        found = [_native.largest(a, k) for a in arrays]
+        return [top for top, _ in found], found[0][1]
 
-def _host_largest_values(*arrays, k: int, count_kth: bool):
-    """The k largest of each row of every array; the k-th's count for the first.
-
-    Every array shares the batch shape and length; their chunks are sorted in
-    one pass over the rows, so one callback and one hand-over to the threads
-    serve them all.
-    """
-    arrays = [np.asarray(a) for a in arrays]
-    batch, n = arrays[0].shape[:-1], arrays[0].shape[-1]
-    flats = [a.reshape(-1, n) for a in arrays]
-    rows = flats[0].shape[0]
-    largest = [np.empty((rows, k), f.dtype) for f in flats]
-    kth_count = np.empty(rows, np.int32)
-
-    def work(chunk):
-        for flat, top in zip(flats, largest, strict=True):
-            # An ascending sort, last k reversed: no key transform, so integers
-            # cannot overflow. NumPy sorts NaN last, where top_k puts it too.
-            ordered = np.sort(flat[chunk], axis=-1)
-            top[chunk] = ordered[:, n - k :][:, ::-1]
-            if count_kth and top is largest[0]:
-                kth_count[chunk] = _count_kth(ordered, k)
-
-    _host.for_row_chunks(work, rows, n, _TOP_CHUNK_ITEMS)
-    found = tuple(top.reshape(batch + (k,)) for top in largest)
-    return found + ((kth_count.reshape(batch),) if count_kth else ())
-
-
-# Values equal to the k-th largest sit next to it in a sorted row. They are
-# counted by stepping outwards from it a column at a time, on each side while
-# any row's run continues, for at most this many steps; rows still running
-# after them are counted with one comparison over the rest of that side.
-_KTH_RUN_STEPS = 4
-
-
-def _count_kth(ordered: np.ndarray, k: int) -> np.ndarray:
-    """How many values of each ascending ``(rows, n)`` row equal its k-th largest.
-
-    A comparison and sum over whole rows costs a large part of a sort
-    (decision 0012), so the run is read outwards from the k-th largest, and
-    only rows whose run continues are read further.
-    """
-    n = ordered.shape[-1]
-    kth = ordered[:, n - k]
-    running = kth == kth  # a NaN equals nothing, itself included
-    count = running.astype(np.int32)
-    for upwards, columns in ((True, range(n - k + 1, n)), (False, range(n - k - 1, -1, -1))):
-        running = count > 0
-        for taken, column in enumerate(columns):
-            if taken == _KTH_RUN_STEPS:
-                long = np.flatnonzero(running)
-                if len(long):
-                    rest = ordered[long, column:] if upwards else ordered[long, : column + 1]
-                    count[long] += np.sum(rest == kth[long, None], axis=-1, dtype=np.int32)
-                break
-            running &= ordered[:, column] == kth
-            if not running.any():
-                break
-            count += running
-    return count
+    if _native.applies():
+        tops, count = _native.on_cpu(native, xla, *arrays)
+    else:
+        tops, count = xla(*arrays)
+    return tops[0], count if count_kth else None, tops[1] if also is not None else None
 
 
 def _mask_padding(blocks: TieBlocks, valid) -> TieBlocks:
@@ -729,7 +675,7 @@ def block_weighted_sum(
       method: One of :data:`METHODS`.
       largest_of: ``(..., n)`` values (padding masked to the lowest) whose
         ``k`` largest are wanted as well, as NDCG's ideal wants its gains'.
-        On the top-k path one host sort serves both. Needs ``k``.
+        On the top-k path one selection pass serves both. Needs ``k``.
 
     Returns:
       ``(...)`` sums in the dtype of ``values * cumulative_table``; padding
@@ -776,8 +722,7 @@ class Ranking:
       method: One of :data:`METHODS`.
       blocks: The counts, if already computed (for the whole lists); the
         command line computes them with :func:`host_tie_blocks` outside its
-        jitted kernel, which then holds no host callback and can be kept in
-        JAX's persistent compilation cache.
+        jitted kernel (decision 0018).
       order: The rank order (:meth:`rank_order`), if already computed.
     """
 
@@ -960,7 +905,7 @@ def block_position_sum(blocks: TieBlocks, k, term: Callable[[jax.Array], jax.Arr
         return total + jnp.where(u < counted, term(jnp.asarray(u, dtype)), 0)
 
     # Offset 0 outside the loop: the carry then has the type of the terms
-    # (sharded, and varying inside a shard_map), which the counts from a host
-    # sort need not have.
+    # (sharded, and varying inside a shard_map), which the counts from the compiled
+    # kernel need not have.
     first = add_offset(0, jnp.zeros((), dtype))
     return lax.fori_loop(1, steps, add_offset, first)

@@ -13,9 +13,9 @@ same lists padded by hand give, because it *is* that padded form; ties are
 averaged within a list and never across lists, and ``ignore_ties`` keeps the
 descending order of the items' positions in the row.
 
-The layout is one stable argsort of the row by segment id (NumPy's behind
-:func:`jax.pure_callback` on CPU, where XLA's sort is many times slower, and
-XLA's elsewhere) followed by gathers; its cost is small beside the kernel's.
+The layout is one stable argsort of the row by segment id (the compiled
+kernel's on CPU, where XLA's sort is many times slower, and XLA's elsewhere)
+followed by gathers; its cost is small beside the kernel's.
 
 Rules, shared by every public function:
 
@@ -48,7 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _host, _validation
+from lodestar import _ranking, _validation
 
 
 def _check_size(value, *, name: str, caller: str) -> int | None:
@@ -109,25 +109,6 @@ def _concrete_sizes(segments, where, max_segments, max_segment_size, *, caller):
     return max_segments, min(max_segment_size, shape[1])
 
 
-def _stable_order(key: jax.Array) -> jax.Array:
-    """Indices that sort each row of integer ``key`` ascending, stably."""
-
-    def host(key):
-        (order,) = _host.call(
-            lambda k: (np.argsort(k, axis=-1, kind="stable"),),
-            (_host.result_type(key, jnp.int32),),
-            key,
-        )
-        return order
-
-    def device(key):
-        axis = key.ndim - 1
-        index = lax.broadcasted_iota(jnp.int32, key.shape, axis)
-        return lax.sort((key, index), dimension=axis, num_keys=1, is_stable=True)[1]
-
-    return lax.platform_dependent(key, cpu=host, default=device)
-
-
 def _slots(segments, valid, max_segments, max_segment_size):
     """The row index of the item in each ``(list, position)`` slot.
 
@@ -142,7 +123,7 @@ def _slots(segments, valid, max_segments, max_segment_size):
     in_range = (segments >= 0) & (segments < max_segments)
     # Padding and out-of-range items sort after every list, under id S.
     key = jnp.where(valid & in_range, segments, max_segments).astype(jnp.int32)
-    order = _stable_order(key)
+    order = _ranking.ascending_order(key)
     sizes = jnp.sum(key[..., None, :] == ids[:, None], axis=-1, dtype=jnp.int32)
     starts = jnp.cumsum(sizes, axis=-1) - sizes
     position = jnp.arange(max_segment_size)
@@ -162,7 +143,7 @@ def _dense_ids(segments, where):
     """
     valid = jnp.ones(segments.shape, bool) if where is None else where
     key = jnp.where(valid, segments, jnp.iinfo(segments.dtype).max)
-    order = _stable_order(key)
+    order = _ranking.ascending_order(key)
     ordered = jnp.take_along_axis(key, order, axis=-1)
     new = jnp.concatenate(
         [jnp.ones_like(ordered[..., :1], bool), ordered[..., 1:] != ordered[..., :-1]], axis=-1
@@ -172,7 +153,6 @@ def _dense_ids(segments, where):
     return jnp.where(valid, jnp.take_along_axis(dense, inverse, axis=-1), 0)
 
 
-@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=("max_segments", "max_segment_size"))
 def _compact(scores, labels, where, segments, *, max_segments, max_segment_size):
     n = scores.shape[-1]

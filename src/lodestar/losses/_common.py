@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from lodestar import _gains, _host, _lists, _validation
+from lodestar import _gains, _lists, _validation
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -150,9 +150,7 @@ def loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = 
             return _reduce(value, valid, weights, reduction)
 
         kernel.__name__ = kernel.__qualname__ = per_list.__name__
-        return _host.one_program_at_a_time(
-            jax.jit(kernel, static_argnames=("reduction", *static_argnames))
-        )
+        return jax.jit(kernel, static_argnames=("reduction", *static_argnames))
 
     return make
 

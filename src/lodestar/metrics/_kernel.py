@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _executables, _gains, _host, _lists, _ranking, _shapes, _validation
+from lodestar import _executables, _gains, _lists, _ranking, _shapes, _validation
 
 
 class RankedLists(NamedTuple):
@@ -321,7 +321,6 @@ def _over_tiles(kernel):
     return tiled
 
 
-@_host.one_program_at_a_time
 @_executables.stored
 @functools.partial(
     jax.jit, static_argnames=("requests", "rank_k", "ignore_ties", "mapped", "means")

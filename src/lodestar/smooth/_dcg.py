@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _gains, _host, _lists, _soft_ranks, _validation
+from lodestar import _gains, _lists, _soft_ranks, _validation
 from lodestar.smooth import _common
 
 
@@ -34,8 +34,6 @@ def _dcg_kernel(
     return _lists.nan_rule(value, scores, labels, where, s, gain=gain, options=(temperature,))
 
 
-# Its ideal ranking can sort on the host (decision 0026).
-@_host.one_program_at_a_time
 @functools.partial(jax.jit, static_argnames=_common.STATIC)
 def _ndcg_kernel(scores, labels, where, temperature, k, *, method, cut, gain):
     """Per-list smooth NDCG; see :func:`ndcg`. Inputs already validated."""

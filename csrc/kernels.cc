@@ -1,0 +1,623 @@
+// lodestar's CPU kernels: the rank and tie engine's sorting work, run inside
+// XLA as typed FFI custom calls (decision 0043).
+//
+// Every kernel works row by row on the last axis of its operands; all leading
+// axes are flattened into rows. Rows are shared out over XLA's own intra-op
+// thread pool, and the calling thread works too, so a kernel never waits on
+// a task that no thread is free to run.
+//
+// Scores of every dtype are mapped to unsigned *order keys*: an unsigned
+// integer whose ascending order is the value's ascending order, with -0.0
+// merged into 0.0 and every NaN mapped to the largest key (NumPy sorts NaN
+// last). Sorting keys, not values, gives one code path for floats, signed
+// and unsigned integers and booleans.
+//
+// The Python module exposes one function, targets(), returning a dict of
+// handler name -> PyCapsule for jax.ffi.register_ffi_target.
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+// ---------------------------------------------------------------- order keys
+
+template <typename Float, typename Bits>
+inline Bits FloatKey(Float value) {
+  static_assert(sizeof(Float) == sizeof(Bits));
+  constexpr Bits kSign = Bits(1) << (sizeof(Bits) * 8 - 1);
+  if (value != value) return std::numeric_limits<Bits>::max();  // NaN
+  if (value == Float(0)) value = Float(0);                       // -0.0 -> 0.0
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  // IEEE order as unsigned order: flip every bit of a negative number, only
+  // the sign bit of the others.
+  return (bits & kSign) ? ~bits : (bits | kSign);
+}
+
+template <typename Int, typename Bits>
+inline Bits IntKey(Int value) {
+  using Unsigned = std::make_unsigned_t<Int>;
+  Bits bits = static_cast<Bits>(static_cast<Unsigned>(value));
+  if constexpr (std::is_signed_v<Int>) {
+    bits ^= Bits(1) << (sizeof(Int) * 8 - 1);  // signed order as unsigned order
+  }
+  return bits;
+}
+
+// Whether a key is a NaN's (only floats map a value to the largest key that
+// way; an integer equal to its type's largest value is a real value).
+template <typename Bits>
+inline bool IsNanKey(Bits key, bool floating) {
+  return floating && key == std::numeric_limits<Bits>::max();
+}
+
+// Calls fn(keys_of_row) for a row: fills `keys` with the order keys of the
+// row's values. Key is uint32_t for types of up to 32 bits, uint64_t above.
+template <typename Key>
+struct RowKeys {
+  const void* data;
+  ffi::DataType type;
+  int64_t n;
+
+  void Fill(int64_t row, Key* keys) const {
+    switch (type) {
+#define LODESTAR_CASE(DTYPE, CTYPE, FN)                                         \
+  case ffi::DataType::DTYPE: {                                                  \
+    const CTYPE* values = static_cast<const CTYPE*>(data) + row * n;            \
+    for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<Key>(FN(values[i])); \
+    return;                                                                     \
+  }
+      LODESTAR_CASE(F32, float, (FloatKey<float, uint32_t>))
+      LODESTAR_CASE(F64, double, (FloatKey<double, uint64_t>))
+      LODESTAR_CASE(S8, int8_t, (IntKey<int8_t, uint32_t>))
+      LODESTAR_CASE(S16, int16_t, (IntKey<int16_t, uint32_t>))
+      LODESTAR_CASE(S32, int32_t, (IntKey<int32_t, uint32_t>))
+      LODESTAR_CASE(S64, int64_t, (IntKey<int64_t, uint64_t>))
+      LODESTAR_CASE(U8, uint8_t, (IntKey<uint8_t, uint32_t>))
+      LODESTAR_CASE(U16, uint16_t, (IntKey<uint16_t, uint32_t>))
+      LODESTAR_CASE(U32, uint32_t, (IntKey<uint32_t, uint32_t>))
+      LODESTAR_CASE(U64, uint64_t, (IntKey<uint64_t, uint64_t>))
+      LODESTAR_CASE(PRED, bool, (IntKey<uint8_t, uint32_t>))
+#undef LODESTAR_CASE
+      default:
+        return;
+    }
+  }
+};
+
+bool IsFloating(ffi::DataType type) {
+  return type == ffi::DataType::F32 || type == ffi::DataType::F64;
+}
+
+bool IsWide(ffi::DataType type) {
+  return type == ffi::DataType::F64 || type == ffi::DataType::S64 ||
+         type == ffi::DataType::U64;
+}
+
+bool IsSupported(ffi::DataType type) {
+  switch (type) {
+    case ffi::DataType::F32:
+    case ffi::DataType::F64:
+    case ffi::DataType::S8:
+    case ffi::DataType::S16:
+    case ffi::DataType::S32:
+    case ffi::DataType::S64:
+    case ffi::DataType::U8:
+    case ffi::DataType::U16:
+    case ffi::DataType::U32:
+    case ffi::DataType::U64:
+    case ffi::DataType::PRED:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ------------------------------------------------------------------- sorting
+
+// An entry sorts by key, then by tie-break (both ascending). For keys of up
+// to 32 bits both fit one 64-bit integer, which sorts fastest.
+struct Packed {
+  uint64_t bits;
+  static Packed Make(uint32_t key, uint32_t tie) {
+    return {(uint64_t(key) << 32) | tie};
+  }
+  uint32_t key() const { return uint32_t(bits >> 32); }
+  uint32_t tie() const { return uint32_t(bits); }
+  bool operator<(const Packed& other) const { return bits < other.bits; }
+};
+
+struct Wide {
+  uint64_t key_bits;
+  uint32_t tie_bits;
+  static Wide Make(uint64_t key, uint32_t tie) { return {key, tie}; }
+  uint64_t key() const { return key_bits; }
+  uint32_t tie() const { return tie_bits; }
+  bool operator<(const Wide& other) const {
+    return key_bits < other.key_bits ||
+           (key_bits == other.key_bits && tie_bits < other.tie_bits);
+  }
+};
+
+template <typename Entry>
+struct EntryKey {
+  using type = uint64_t;
+};
+template <>
+struct EntryKey<Packed> {
+  using type = uint32_t;
+};
+
+// Short rows: insertion sort beats the general sort's set-up.
+constexpr int64_t kInsertionSortMax = 24;
+
+template <typename Entry>
+void SortEntries(Entry* begin, Entry* end) {
+  if (end - begin <= kInsertionSortMax) {
+    for (Entry* i = begin + 1; i < end; ++i) {
+      Entry moved = *i;
+      Entry* j = i;
+      for (; j > begin && moved < *(j - 1); --j) *j = *(j - 1);
+      *j = moved;
+    }
+    return;
+  }
+  std::sort(begin, end);
+}
+
+// ------------------------------------------------------------------- threads
+
+// Rows are handed out in blocks of about this many items: large enough that
+// handing one over costs little against sorting it.
+constexpr int64_t kItemsPerBlock = 1 << 14;
+
+// Runs work(first_row, last_row) over all rows, in blocks, on the calling
+// thread and up to threads - 1 of the pool's. The state the tasks share is
+// reference counted: a task the pool starts after every block is done finds
+// none left and touches nothing of the caller's.
+template <typename Work>
+void ForRowBlocks(ffi::ThreadPool* pool, int64_t rows, int64_t n, Work work) {
+  if (rows <= 0) return;
+  const int64_t rows_per_block =
+      std::max<int64_t>(1, kItemsPerBlock / std::max<int64_t>(n, 1));
+  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  const int64_t helpers =
+      pool == nullptr
+          ? 0
+          : std::min<int64_t>(blocks - 1, std::max<int64_t>(pool->num_threads(), 1));
+  if (helpers <= 0) {
+    work(int64_t(0), rows);
+    return;
+  }
+  struct Shared {
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> done{0};
+    std::mutex mutex;
+    std::condition_variable finished;
+  };
+  auto shared = std::make_shared<Shared>();
+  // The work object lives on the caller's stack: a task may use it only for
+  // a block it claimed, and the caller returns only once every claimed block
+  // is done.
+  auto run_blocks = [shared, blocks, rows, rows_per_block, &work]() {
+    for (;;) {
+      const int64_t block = shared->next.fetch_add(1);
+      if (block >= blocks) return;
+      const int64_t first = block * rows_per_block;
+      work(first, std::min(rows, first + rows_per_block));
+      if (shared->done.fetch_add(1) + 1 == blocks) {
+        std::lock_guard<std::mutex> lock(shared->mutex);
+        shared->finished.notify_all();
+      }
+    }
+  };
+  for (int64_t t = 0; t < helpers; ++t) {
+    auto task = run_blocks;  // Schedule takes its task by value
+    pool->Schedule(std::move(task));
+  }
+  run_blocks();
+  std::unique_lock<std::mutex> lock(shared->mutex);
+  shared->finished.wait(lock, [&] { return shared->done.load() == blocks; });
+}
+
+// The operand's rows and row length: every leading axis is a batch axis.
+void RowsAndLength(ffi::AnyBuffer::Dimensions dims, int64_t* rows, int64_t* n) {
+  *n = dims.size() == 0 ? 1 : dims.back();
+  int64_t count = 1;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) count *= dims[i];
+  *rows = dims.size() == 0 ? 1 : count;
+}
+
+ffi::Error Unsupported(ffi::DataType type) {
+  return ffi::Error::InvalidArgument("lodestar kernel: unsupported element type " +
+                                     std::to_string(static_cast<int>(type)));
+}
+
+// ---------------------------------------------------------------- tie blocks
+
+// Per item: real items with a strictly higher score (above) and the size of
+// its tie block (tied); padding gets above = n and tied = 1. With
+// ignore_ties, ties break by descending index: above is the 0-based position
+// and tied is 1.
+template <typename Entry>
+void TieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source,
+                   const bool* valid, int32_t* above, int32_t* tied, bool ignore_ties,
+                   int64_t first, int64_t last) {
+  using Key = typename EntryKey<Entry>::type;
+  const int64_t n = source.n;
+  std::vector<Key> keys(n);
+  std::vector<Entry> entries(n);
+  for (int64_t row = first; row < last; ++row) {
+    source.Fill(row, keys.data());
+    const bool* row_valid = valid + row * n;
+    int32_t* row_above = above + row * n;
+    int32_t* row_tied = tied + row * n;
+    int64_t real = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (row_valid[i]) {
+        // Descending score first; ties by descending index.
+        entries[real++] = Entry::Make(Key(~keys[i]), uint32_t(~uint32_t(i)));
+      } else {
+        row_above[i] = int32_t(n);
+        row_tied[i] = 1;
+      }
+    }
+    SortEntries(entries.data(), entries.data() + real);
+    if (ignore_ties) {
+      for (int64_t p = 0; p < real; ++p) {
+        const uint32_t item = ~entries[p].tie();
+        row_above[item] = int32_t(p);
+        row_tied[item] = 1;
+      }
+      continue;
+    }
+    int64_t start = 0;
+    while (start < real) {
+      int64_t stop = start + 1;
+      while (stop < real && entries[stop].key() == entries[start].key()) ++stop;
+      for (int64_t p = start; p < stop; ++p) {
+        const uint32_t item = ~entries[p].tie();
+        row_above[item] = int32_t(start);
+        row_tied[item] = int32_t(stop - start);
+      }
+      start = stop;
+    }
+  }
+}
+
+ffi::Error TieBlocksImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
+                         ffi::Buffer<ffi::PRED> valid, int64_t ignore_ties,
+                         ffi::ResultBuffer<ffi::S32> above,
+                         ffi::ResultBuffer<ffi::S32> tied) {
+  const ffi::DataType type = scores.element_type();
+  if (!IsSupported(type)) return Unsupported(type);
+  int64_t rows, n;
+  RowsAndLength(scores.dimensions(), &rows, &n);
+  if (valid.element_count() != scores.element_count()) {
+    return ffi::Error::InvalidArgument("lodestar tie blocks: valid and scores differ in size");
+  }
+  const bool* valid_data = valid.typed_data();
+  int32_t* above_data = above->typed_data();
+  int32_t* tied_data = tied->typed_data();
+  if (IsWide(type)) {
+    RowKeys<uint64_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      TieBlocksRows<Wide>(source, valid_data, above_data, tied_data, ignore_ties != 0,
+                          first, last);
+    });
+  } else {
+    RowKeys<uint32_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      TieBlocksRows<Packed>(source, valid_data, above_data, tied_data, ignore_ties != 0,
+                            first, last);
+    });
+  }
+  return ffi::Error::Success();
+}
+
+// ------------------------------------------------------------------- argsort
+
+// Indices that sort each row ascending, equal values by ascending index (a
+// stable sort); NaN last, as NumPy orders them.
+template <typename Entry>
+void ArgsortRows(const RowKeys<typename EntryKey<Entry>::type>& source, int32_t* order,
+                 int64_t first, int64_t last) {
+  using Key = typename EntryKey<Entry>::type;
+  const int64_t n = source.n;
+  std::vector<Key> keys(n);
+  std::vector<Entry> entries(n);
+  for (int64_t row = first; row < last; ++row) {
+    source.Fill(row, keys.data());
+    for (int64_t i = 0; i < n; ++i) entries[i] = Entry::Make(keys[i], uint32_t(i));
+    SortEntries(entries.data(), entries.data() + n);
+    int32_t* row_order = order + row * n;
+    for (int64_t p = 0; p < n; ++p) row_order[p] = int32_t(entries[p].tie());
+  }
+}
+
+ffi::Error ArgsortImpl(ffi::ThreadPool pool, ffi::AnyBuffer keys,
+                       ffi::ResultBuffer<ffi::S32> order) {
+  const ffi::DataType type = keys.element_type();
+  if (!IsSupported(type)) return Unsupported(type);
+  int64_t rows, n;
+  RowsAndLength(keys.dimensions(), &rows, &n);
+  int32_t* order_data = order->typed_data();
+  if (IsWide(type)) {
+    RowKeys<uint64_t> source{keys.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      ArgsortRows<Wide>(source, order_data, first, last);
+    });
+  } else {
+    RowKeys<uint32_t> source{keys.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      ArgsortRows<Packed>(source, order_data, first, last);
+    });
+  }
+  return ffi::Error::Success();
+}
+
+// ------------------------------------------------------------ largest values
+
+// Up to this k the k largest are kept in a sorted buffer while the row is
+// read once; above it, a partial sort of the row's entries.
+constexpr int64_t kBufferedMaxK = 64;
+
+// The k largest values of each row, descending, NaN first (lax.top_k's
+// order), and how many of the row's values equal the k-th (0 if it is NaN).
+template <typename Entry, typename Value>
+void LargestRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Value* values,
+                 int64_t k, bool floating, Value* top, int32_t* kth_count, int64_t first,
+                 int64_t last) {
+  using Key = typename EntryKey<Entry>::type;
+  struct Slot {
+    Key key;
+    uint32_t item;
+  };
+  const int64_t n = source.n;
+  std::vector<Key> keys(n);
+  std::vector<Slot> buffer(k);  // descending by key
+  std::vector<Entry> entries;
+  for (int64_t row = first; row < last; ++row) {
+    source.Fill(row, keys.data());
+    const Value* row_values = values + row * n;
+    Value* row_top = top + row * k;
+    if (k <= kBufferedMaxK) {
+      // One read of the row: a value below the k-th kept costs one comparison.
+      for (int64_t i = 0; i < k; ++i) buffer[i] = {keys[i], uint32_t(i)};
+      std::sort(buffer.begin(), buffer.end(),
+                [](const Slot& a, const Slot& b) { return a.key > b.key; });
+      Key smallest = buffer[k - 1].key;
+      for (int64_t i = k; i < n; ++i) {
+        const Key key = keys[i];
+        if (key <= smallest) continue;
+        int64_t j = k - 1;
+        for (; j > 0 && buffer[j - 1].key < key; --j) buffer[j] = buffer[j - 1];
+        buffer[j] = {key, uint32_t(i)};
+        smallest = buffer[k - 1].key;
+      }
+    } else {
+      entries.resize(n);
+      for (int64_t i = 0; i < n; ++i) entries[i] = Entry::Make(Key(~keys[i]), uint32_t(i));
+      std::partial_sort(entries.begin(), entries.begin() + k, entries.end());
+      for (int64_t j = 0; j < k; ++j) buffer[j] = {Key(~entries[j].key()), entries[j].tie()};
+    }
+    for (int64_t j = 0; j < k; ++j) row_top[j] = row_values[buffer[j].item];
+    // The k-th value's run may continue past the top k: count it over the row.
+    const Key kth = buffer[k - 1].key;
+    int32_t count = 0;
+    for (int64_t i = 0; i < n; ++i) count += keys[i] == kth;
+    kth_count[row] = IsNanKey(kth, floating) ? 0 : count;
+  }
+}
+
+template <typename Value>
+ffi::Error LargestTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& values, int64_t k,
+                        ffi::Result<ffi::AnyBuffer>& top,
+                        ffi::ResultBuffer<ffi::S32>& kth_count) {
+  const ffi::DataType type = values.element_type();
+  int64_t rows, n;
+  RowsAndLength(values.dimensions(), &rows, &n);
+  if (k < 1 || k > n) return ffi::Error::InvalidArgument("lodestar largest: k out of range");
+  const Value* data = static_cast<const Value*>(values.untyped_data());
+  Value* top_data = static_cast<Value*>(top->untyped_data());
+  int32_t* count_data = kth_count->typed_data();
+  const bool floating = IsFloating(type);
+  if constexpr (sizeof(Value) == 8) {
+    RowKeys<uint64_t> source{values.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      LargestRows<Wide, Value>(source, data, k, floating, top_data, count_data, first, last);
+    });
+  } else {
+    RowKeys<uint32_t> source{values.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      LargestRows<Packed, Value>(source, data, k, floating, top_data, count_data, first,
+                                 last);
+    });
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error LargestImpl(ffi::ThreadPool pool, ffi::AnyBuffer values, int64_t k,
+                       ffi::Result<ffi::AnyBuffer> top, ffi::ResultBuffer<ffi::S32> kth_count) {
+  switch (values.element_type()) {
+    case ffi::DataType::F32:
+      return LargestTyped<float>(pool, values, k, top, kth_count);
+    case ffi::DataType::F64:
+      return LargestTyped<double>(pool, values, k, top, kth_count);
+    case ffi::DataType::S8:
+      return LargestTyped<int8_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::S16:
+      return LargestTyped<int16_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::S32:
+      return LargestTyped<int32_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::S64:
+      return LargestTyped<int64_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::U8:
+      return LargestTyped<uint8_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::U16:
+      return LargestTyped<uint16_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::U32:
+      return LargestTyped<uint32_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::U64:
+      return LargestTyped<uint64_t>(pool, values, k, top, kth_count);
+    case ffi::DataType::PRED:
+      return LargestTyped<bool>(pool, values, k, top, kth_count);
+    default:
+      return Unsupported(values.element_type());
+  }
+}
+
+// ---------------------------------------------------------- descending gains
+
+// Each row's real values descending, then a 0 per padding slot, then the
+// real NaNs (the order of the ideal DCG's gains; see _gains.descending_gains).
+template <typename Value>
+void DescendingGainsRows(const Value* values, const bool* valid, Value* out, int64_t n,
+                         int64_t first, int64_t last) {
+  std::vector<Value> real(n);
+  for (int64_t row = first; row < last; ++row) {
+    const Value* row_values = values + row * n;
+    const bool* row_valid = valid + row * n;
+    Value* row_out = out + row * n;
+    int64_t count = 0, padding = 0, nans = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!row_valid[i]) {
+        ++padding;
+      } else if (row_values[i] != row_values[i]) {
+        ++nans;
+      } else {
+        real[count++] = row_values[i];
+      }
+    }
+    std::sort(real.begin(), real.begin() + count, [](Value a, Value b) { return a > b; });
+    std::copy(real.begin(), real.begin() + count, row_out);
+    std::fill(row_out + count, row_out + count + padding, Value(0));
+    std::fill(row_out + count + padding, row_out + n, std::numeric_limits<Value>::quiet_NaN());
+  }
+}
+
+ffi::Error DescendingGainsImpl(ffi::ThreadPool pool, ffi::AnyBuffer values,
+                               ffi::Buffer<ffi::PRED> valid, ffi::Result<ffi::AnyBuffer> out) {
+  int64_t rows, n;
+  RowsAndLength(values.dimensions(), &rows, &n);
+  const bool* valid_data = valid.typed_data();
+  switch (values.element_type()) {
+    case ffi::DataType::F32: {
+      const float* data = static_cast<const float*>(values.untyped_data());
+      float* out_data = static_cast<float*>(out->untyped_data());
+      ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+        DescendingGainsRows<float>(data, valid_data, out_data, n, first, last);
+      });
+      return ffi::Error::Success();
+    }
+    case ffi::DataType::F64: {
+      const double* data = static_cast<const double*>(values.untyped_data());
+      double* out_data = static_cast<double*>(out->untyped_data());
+      ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+        DescendingGainsRows<double>(data, valid_data, out_data, n, first, last);
+      });
+      return ffi::Error::Success();
+    }
+    default:
+      return Unsupported(values.element_type());
+  }
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarTieBlocks, TieBlocksImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Attr<int64_t>("ignore_ties")
+                                  .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarArgsort, ArgsortImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarLargest, LargestImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Attr<int64_t>("k")
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarDescendingGains, DescendingGainsImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Ret<ffi::AnyBuffer>());
+
+// ------------------------------------------------------------ Python module
+
+namespace {
+
+PyObject* Targets(PyObject*, PyObject*) {
+  struct Target {
+    const char* name;
+    void* handler;
+  };
+  const Target targets[] = {
+      {"lodestar_tie_blocks", reinterpret_cast<void*>(LodestarTieBlocks)},
+      {"lodestar_argsort", reinterpret_cast<void*>(LodestarArgsort)},
+      {"lodestar_largest", reinterpret_cast<void*>(LodestarLargest)},
+      {"lodestar_descending_gains", reinterpret_cast<void*>(LodestarDescendingGains)},
+  };
+  PyObject* dict = PyDict_New();
+  if (dict == nullptr) return nullptr;
+  for (const Target& target : targets) {
+    PyObject* capsule = PyCapsule_New(target.handler, nullptr, nullptr);
+    if (capsule == nullptr || PyDict_SetItemString(dict, target.name, capsule) != 0) {
+      Py_XDECREF(capsule);
+      Py_DECREF(dict);
+      return nullptr;
+    }
+    Py_DECREF(capsule);
+  }
+  return dict;
+}
+
+PyMethodDef kMethods[] = {
+    {"targets", Targets, METH_NOARGS,
+     "The XLA FFI handlers, as a dict of target name -> PyCapsule."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+PyModuleDef kModule = {
+    PyModuleDef_HEAD_INIT,
+    "_kernels",
+    "lodestar's compiled CPU kernels (XLA FFI).",
+    -1,
+    kMethods,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+};
+
+}  // namespace
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&kModule); }

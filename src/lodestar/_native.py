@@ -1,0 +1,198 @@
+"""lodestar's compiled CPU kernels: loaded, registered with XLA, and called.
+
+On CPU the rank and tie engine sorts inside XLA's own program, with C++
+handlers (``csrc/kernels.cc``, built on install into ``lodestar._kernels``)
+registered as XLA FFI custom calls. A program holding them is an ordinary
+JAX program: it exports with :mod:`jax.export` (also with a symbolic batch),
+runs from any number of threads, and keeps 64-bit arrays 64-bit under any
+configuration. Decision 0043 records the design and its measurements.
+
+**The fallback.** Where the kernels were not built, fail to load, fail the
+check they are given on first use, or are switched off with
+``LODESTAR_KERNELS=xla``, every exact metric ranks with XLA's sort instead:
+the same values, more slowly. Anything but a deliberate switch says so once
+(:data:`note`).
+
+**Platforms.** The kernels are CPU code. Each call is lowered through
+:func:`jax.lax.platform_dependent`, with XLA's own route for every other
+platform, so a program lowered for ``platforms=("cpu", "cuda")`` holds both.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import threading
+import warnings
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+#: The environment switch: ``xla`` ranks with XLA's sort even where the
+#: kernels are built; ``native`` (or unset) uses the kernels where they load.
+ENVIRONMENT = "LODESTAR_KERNELS"
+_CHOICES = ("native", "xla")
+
+#: The custom-call targets, in the order ``lodestar._kernels.targets()`` names them.
+TARGETS = (
+    "lodestar_tie_blocks",
+    "lodestar_argsort",
+    "lodestar_largest",
+    "lodestar_descending_gains",
+)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+#: Says why the kernels are not used, once per process. A Python caller gets
+#: a :class:`RuntimeWarning`; the command line sets this to its own note.
+note: Callable[[str], None] = _warn
+
+_lock = threading.Lock()
+_state: tuple[bool, str | None] | None = None  # (loaded, why not)
+
+
+def _load() -> tuple[bool, str | None]:
+    choice = os.environ.get(ENVIRONMENT, "native").strip().lower() or "native"
+    if choice not in _CHOICES:
+        return False, (
+            f"{ENVIRONMENT}={os.environ[ENVIRONMENT]!r} is not one of {', '.join(_CHOICES)}"
+        )
+    if choice == "xla":
+        return False, None  # chosen: nothing to say
+    try:
+        kernels = importlib.import_module("lodestar._kernels")
+        for name, capsule in kernels.targets().items():
+            jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+    except Exception as error:  # ImportError, or a jaxlib that refuses the handlers
+        return False, f"they could not be loaded ({type(error).__name__}: {error})"
+    try:
+        _check()
+    except Exception as error:  # a jaxlib whose FFI refuses handlers built for another
+        return False, f"they failed their check ({type(error).__name__}: {error})"
+    return True, None
+
+
+def _check() -> None:
+    """One small call of every kernel, compared with the answer NumPy gives."""
+    scores = np.array([[0.5, 2.0, 0.5, -1.0], [3.0, 3.0, 3.0, 1.0]], np.float32)
+    valid = np.array([[True, True, True, False], [True, True, True, True]])
+    cpu = jax.local_devices(backend="cpu")[0]
+    # The first use may come inside the caller's trace: run the check now.
+    with jax.ensure_compile_time_eval(), jax.default_device(cpu):
+        above, tied = jax.jit(functools.partial(tie_blocks, ignore_ties=False))(scores, valid)
+        order = jax.jit(stable_argsort)(scores)
+        top, count = jax.jit(functools.partial(largest, k=2))(scores)
+        gains = jax.jit(descending_gains)(scores, valid)
+    expected = (
+        [[1, 0, 1, 4], [0, 0, 0, 3]],
+        [[2, 1, 2, 1], [3, 3, 3, 1]],
+        np.argsort(scores, axis=-1, kind="stable"),
+        [[2.0, 0.5], [3.0, 3.0]],
+        [2, 3],
+        [[2.0, 0.5, 0.5, 0.0], [3.0, 3.0, 3.0, 1.0]],
+    )
+    for found, wanted in zip((above, tied, order, top, count, gains), expected, strict=True):
+        if not np.array_equal(np.asarray(found), np.asarray(wanted)):
+            raise AssertionError(f"got {np.asarray(found).tolist()}, not {np.asarray(wanted)}")
+
+
+def _state_now() -> tuple[bool, str | None]:
+    global _state
+    with _lock:
+        if _state is None:
+            _state = _load()
+            if _state[1] is not None:
+                note(
+                    f"lodestar: the compiled CPU kernels are not used: {_state[1]}; exact "
+                    f"metrics rank with XLA's sort instead, with the same values, more "
+                    f"slowly (set {ENVIRONMENT}=xla to choose that and silence this note)"
+                )
+        return _state
+
+
+def loaded() -> bool:
+    """Whether the compiled kernels are registered and passed their check (loads them once)."""
+    return _state_now()[0]
+
+
+def refusal() -> str | None:
+    """Why the kernels are not used, or None where they are used or were switched off."""
+    return _state_now()[1]
+
+
+def applies() -> bool:
+    """Whether the engine ranks with the kernels: on CPU, where they loaded.
+
+    In a program that XLA partitions over several devices a custom call would
+    be gathered onto one device; there XLA's sort is used, which the
+    partitioner runs on every shard. Inside a ``shard_map`` whose every mesh
+    axis is manual, each device runs the kernels on its own lists. Decided at
+    trace time: both routes give identical values, so only speed depends on it.
+    """
+    if jax.default_backend() != "cpu":
+        return False
+    if jax.device_count() > 1:
+        mesh = jax.sharding.get_abstract_mesh()
+        if mesh.empty or not mesh.are_all_axes_manual:
+            return False
+    return loaded()
+
+
+def export_checks() -> list[jax.export.DisabledSafetyCheck]:
+    """The safety checks :func:`jax.export.export` must skip for lodestar's kernels.
+
+    ``jax.export`` refuses custom calls it does not know to be stable. Pass
+    these as ``disabled_checks=`` (or use :func:`lodestar.export`).
+    """
+    return [jax.export.DisabledSafetyCheck.custom_call(name) for name in TARGETS]
+
+
+def on_cpu(native: Callable, xla: Callable, *args):
+    """``native(*args)`` when the program runs on CPU, ``xla(*args)`` elsewhere."""
+    return lax.platform_dependent(*args, cpu=native, default=xla)
+
+
+def _result(like: jax.Array, dtype, shape=None) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(like.shape if shape is None else tuple(shape), jnp.dtype(dtype))
+
+
+def _call(target: str, results, *args, **attributes):
+    return jax.ffi.ffi_call(target, results, vmap_method="broadcast_all")(*args, **attributes)
+
+
+def tie_blocks(scores: jax.Array, valid: jax.Array, *, ignore_ties: bool):
+    """Per-item ``(above, tied)`` int32 counts, the engine's contract (``_ranking``)."""
+    out = _result(scores, jnp.int32)
+    valid = jnp.broadcast_to(valid, scores.shape)
+    return _call(
+        "lodestar_tie_blocks", (out, out), scores, valid, ignore_ties=np.int64(ignore_ties)
+    )
+
+
+def stable_argsort(keys: jax.Array) -> jax.Array:
+    """int32 indices that sort each row ascending, equal keys by index, NaN last."""
+    return _call("lodestar_argsort", _result(keys, jnp.int32), keys)
+
+
+def largest(values: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """Each row's ``k`` largest values and how many of its values equal the k-th.
+
+    The values are descending, NaN first (``lax.top_k``'s order); the count is
+    0 where the k-th is NaN.
+    """
+    top = _result(values, values.dtype, values.shape[:-1] + (k,))
+    count = _result(values, jnp.int32, values.shape[:-1])
+    return _call("lodestar_largest", (top, count), values, k=np.int64(k))
+
+
+def descending_gains(values: jax.Array, valid: jax.Array) -> jax.Array:
+    """Each row's real values descending, a 0 per padding slot, then its real NaNs."""
+    valid = jnp.broadcast_to(valid, values.shape)
+    return _call("lodestar_descending_gains", _result(values, values.dtype), values, valid)
