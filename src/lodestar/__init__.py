@@ -24,6 +24,8 @@ The public surface:
   files, dicts, DataFrames or Arrow tables, exactly as ``lodestar evaluate``;
   :func:`lodestar.use_compilation_cache` keeps their compiled kernels on disk
   for the next process, as the command line does.
+* :func:`lodestar.export`: :func:`jax.export.export` for programs holding
+  exact metrics, whose CPU kernels are XLA custom calls.
 * :mod:`lodestar.datasets`: synthetic learning-to-rank data and the
   svmlight/LETOR reader, both in padded ``(features, labels, where)`` form.
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from lodestar import smooth as smooth
     from lodestar import stats as stats
     from lodestar import streaming as streaming
+    from lodestar._native import export as export
     from lodestar._validation import InvalidParameterError as InvalidParameterError
     from lodestar._validation import value_checks_under_jit as value_checks_under_jit
     from lodestar.evaluation import Evaluation as Evaluation
@@ -63,6 +66,7 @@ __all__ = [
     "datasets",
     "evaluate",
     "evaluation",
+    "export",
     "losses",
     "metrics",
     "sklearn",
@@ -75,8 +79,9 @@ __all__ = [
 
 _FROM_EVALUATION = {"Evaluation", "compare", "evaluate", "use_compilation_cache"}
 _FROM_VALIDATION = {"InvalidParameterError", "value_checks_under_jit"}
+_FROM_NATIVE = {"export"}
 # Every other public name is a submodule.
-_SUBMODULES = set(__all__) - _FROM_EVALUATION - _FROM_VALIDATION
+_SUBMODULES = set(__all__) - _FROM_EVALUATION - _FROM_VALIDATION - _FROM_NATIVE
 
 
 def __getattr__(name: str):
@@ -86,6 +91,8 @@ def __getattr__(name: str):
         return getattr(importlib.import_module("lodestar.evaluation"), name)
     if name in _FROM_VALIDATION:
         return getattr(importlib.import_module("lodestar._validation"), name)
+    if name in _FROM_NATIVE:
+        return getattr(importlib.import_module("lodestar._native"), name)
     raise AttributeError(f"module 'lodestar' has no attribute {name!r}")
 
 

@@ -25,7 +25,7 @@ import importlib
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -58,20 +58,34 @@ _lock = threading.Lock()
 _state: tuple[bool, str | None] | None = None  # (loaded, why not)
 
 
-def _load() -> tuple[bool, str | None]:
+def _register() -> str | None:
+    """Register the kernels with XLA.
+
+    Returns None once they are registered, ``""`` where the environment
+    switched them off, and otherwise why they are not used.
+    """
     choice = os.environ.get(ENVIRONMENT, "native").strip().lower() or "native"
     if choice not in _CHOICES:
-        return False, (
-            f"{ENVIRONMENT}={os.environ[ENVIRONMENT]!r} is not one of {', '.join(_CHOICES)}"
-        )
+        return f"{ENVIRONMENT}={os.environ[ENVIRONMENT]!r} is not one of {', '.join(_CHOICES)}"
     if choice == "xla":
-        return False, None  # chosen: nothing to say
+        return ""  # chosen: nothing to say
     try:
         kernels = importlib.import_module("lodestar._kernels")
         for name, capsule in kernels.targets().items():
             jax.ffi.register_ffi_target(name, capsule, platform="cpu")
     except Exception as error:  # ImportError, or a jaxlib that refuses the handlers
-        return False, f"they could not be loaded ({type(error).__name__}: {error})"
+        return f"they could not be loaded ({type(error).__name__}: {error})"
+    return None
+
+
+# Registered on import, so that a process that deserializes an exported
+# program holding the kernels needs only to import lodestar.metrics (or this).
+_not_registered = _register()
+
+
+def _load() -> tuple[bool, str | None]:
+    if _not_registered is not None:
+        return False, _not_registered or None
     try:
         _check()
     except Exception as error:  # a jaxlib whose FFI refuses handlers built for another
@@ -146,12 +160,59 @@ def applies() -> bool:
 
 
 def export_checks() -> list[jax.export.DisabledSafetyCheck]:
-    """The safety checks :func:`jax.export.export` must skip for lodestar's kernels.
-
-    ``jax.export`` refuses custom calls it does not know to be stable. Pass
-    these as ``disabled_checks=`` (or use :func:`lodestar.export`).
-    """
+    """The safety checks :func:`jax.export.export` must skip for lodestar's kernels."""
     return [jax.export.DisabledSafetyCheck.custom_call(name) for name in TARGETS]
+
+
+def export(
+    fun: Callable,
+    *,
+    platforms: Sequence[str] | None = None,
+    disabled_checks: Sequence[jax.export.DisabledSafetyCheck] = (),
+) -> Callable[..., jax.export.Exported]:
+    """:func:`jax.export.export` for a function that holds lodestar's exact metrics.
+
+    On CPU the exact metrics rank inside XLA with lodestar's compiled kernels,
+    which are XLA custom calls. ``jax.export`` refuses a custom call it does
+    not know to be stable unless told otherwise; this adds the one option
+    that tells it, ``disabled_checks=[DisabledSafetyCheck.custom_call(name)
+    for each kernel]``, to yours. Everything else is ``jax.export.export``:
+    symbolic shapes, ``platforms=("cpu", "cuda")`` (the CUDA side of the
+    program ranks with XLA's sort), serialization. The process that calls
+    the deserialized program must have imported lodestar, which registers
+    the kernels with XLA: import :mod:`lodestar.metrics` there first.
+
+    Args:
+      fun: A jitted function (:func:`jax.jit`) to export.
+      platforms: The platforms to lower for, as in ``jax.export.export``
+        (None: the default backend's).
+      disabled_checks: Further checks to skip, as in ``jax.export.export``.
+
+    Returns:
+      The function ``jax.export.export`` returns: call it with the arguments'
+      shapes and dtypes (:class:`jax.ShapeDtypeStruct`) to get a
+      :class:`jax.export.Exported`.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> import lodestar
+      >>> from lodestar import metrics
+      >>> (batch,) = jax.export.symbolic_shape("batch")
+      >>> lists = jax.ShapeDtypeStruct((batch, 100), jnp.float32)
+      >>> step = jax.jit(lambda s, y: metrics.ndcg(s, y, k=10))
+      >>> exported = lodestar.export(step)(lists, lists)
+      >>> restored = jax.export.deserialize(exported.serialize())
+      >>> restored.call(jnp.ones((3, 100)), jnp.ones((3, 100))).shape
+      (3,)
+
+    References:
+      JAX, *Exporting and serializing staged-out computations*,
+      https://docs.jax.dev/en/latest/export/export.html.
+    """
+    loaded()  # the targets are registered before anything lowers them
+    return jax.export.export(
+        fun, platforms=platforms, disabled_checks=[*export_checks(), *disabled_checks]
+    )
 
 
 def on_cpu(native: Callable, xla: Callable, *args):

@@ -286,11 +286,14 @@ def _over_tiles(kernel):
     more call. Every array argument whose leading axes are the batch axes is
     cut the same way: per-item arrays and per-list context alike. Only on a
     single device: a reshape of a batch sharded over devices would move data
-    between them.
+    between them. A symbolic shape (:func:`jax.export.symbolic_shape`) runs as
+    one tile: its size is not known until the program is called.
     """
 
     @functools.wraps(kernel)
     def tiled(scores, arrays, traced, **static):
+        if not all(isinstance(d, int) for d in scores.shape):
+            return kernel(scores, arrays, traced, **static)
         batch, n = scores.shape[:-1], scores.shape[-1]
         lists = math.prod(batch)
         rows = max(1, TILE_ITEMS // max(n, 1))
