@@ -167,8 +167,47 @@ struct EntryKey<Packed> {
 // Short rows: insertion sort beats the general sort's set-up.
 constexpr int64_t kInsertionSortMax = 24;
 
+// Sorts entries by key alone, keeping the order of equal keys (a stable LSD
+// radix sort, one pass per byte of the key that differs between entries).
+// Callers lay entries out in tie-break order, so the result is the order of
+// (key, tie). `scratch` holds at least as many entries.
 template <typename Entry>
-void SortEntries(Entry* begin, Entry* end) {
+void RadixSortByKey(Entry* begin, Entry* end, Entry* scratch) {
+  using Key = decltype(begin->key());
+  constexpr int kBytes = sizeof(Key);
+  const int64_t n = end - begin;
+  Key all_or = 0, all_and = ~Key(0);
+  for (const Entry* e = begin; e < end; ++e) {
+    all_or |= e->key();
+    all_and &= e->key();
+  }
+  const Key differing = all_or ^ all_and;
+  Entry* from = begin;
+  Entry* to = scratch;
+  uint32_t count[256];
+  for (int byte = 0; byte < kBytes; ++byte) {
+    const int shift = 8 * byte;
+    if (((differing >> shift) & 0xFF) == 0) continue;  // every entry has this byte
+    std::memset(count, 0, sizeof(count));
+    for (int64_t i = 0; i < n; ++i) ++count[(from[i].key() >> shift) & 0xFF];
+    uint32_t total = 0;
+    for (int digit = 0; digit < 256; ++digit) {
+      const uint32_t c = count[digit];
+      count[digit] = total;
+      total += c;
+    }
+    for (int64_t i = 0; i < n; ++i) to[count[(from[i].key() >> shift) & 0xFF]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != begin) std::copy(from, from + n, begin);
+}
+
+// Radix sorting pays for its counting passes from about this many entries.
+constexpr int64_t kRadixSortMin = 48;
+
+// Sorts entries by (key, tie); entries must be laid out in tie order.
+template <typename Entry>
+void SortEntries(Entry* begin, Entry* end, Entry* scratch) {
   if (end - begin <= kInsertionSortMax) {
     for (Entry* i = begin + 1; i < end; ++i) {
       Entry moved = *i;
@@ -176,6 +215,10 @@ void SortEntries(Entry* begin, Entry* end) {
       for (; j > begin && moved < *(j - 1); --j) *j = *(j - 1);
       *j = moved;
     }
+    return;
+  }
+  if (end - begin >= kRadixSortMin) {
+    RadixSortByKey(begin, end, scratch);
     return;
   }
   std::sort(begin, end);
@@ -262,23 +305,23 @@ void TieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source,
   using Key = typename EntryKey<Entry>::type;
   const int64_t n = source.n;
   std::vector<Key> keys(n);
-  std::vector<Entry> entries(n);
+  std::vector<Entry> entries(n), scratch(n);
   for (int64_t row = first; row < last; ++row) {
     source.Fill(row, keys.data());
     const bool* row_valid = valid + row * n;
     int32_t* row_above = above + row * n;
     int32_t* row_tied = tied + row * n;
     int64_t real = 0;
-    for (int64_t i = 0; i < n; ++i) {
+    // Descending score first; ties by descending index, laid out in that order.
+    for (int64_t i = n - 1; i >= 0; --i) {
       if (row_valid[i]) {
-        // Descending score first; ties by descending index.
         entries[real++] = Entry::Make(Key(~keys[i]), uint32_t(~uint32_t(i)));
       } else {
         row_above[i] = int32_t(n);
         row_tied[i] = 1;
       }
     }
-    SortEntries(entries.data(), entries.data() + real);
+    SortEntries(entries.data(), entries.data() + real, scratch.data());
     if (ignore_ties) {
       for (int64_t p = 0; p < real; ++p) {
         const uint32_t item = ~entries[p].tie();
@@ -341,11 +384,11 @@ void ArgsortRows(const RowKeys<typename EntryKey<Entry>::type>& source, int32_t*
   using Key = typename EntryKey<Entry>::type;
   const int64_t n = source.n;
   std::vector<Key> keys(n);
-  std::vector<Entry> entries(n);
+  std::vector<Entry> entries(n), scratch(n);
   for (int64_t row = first; row < last; ++row) {
     source.Fill(row, keys.data());
     for (int64_t i = 0; i < n; ++i) entries[i] = Entry::Make(keys[i], uint32_t(i));
-    SortEntries(entries.data(), entries.data() + n);
+    SortEntries(entries.data(), entries.data() + n, scratch.data());
     int32_t* row_order = order + row * n;
     for (int64_t p = 0; p < n; ++p) row_order[p] = int32_t(entries[p].tie());
   }
@@ -485,28 +528,38 @@ ffi::Error LargestImpl(ffi::ThreadPool pool, ffi::AnyBuffer values, int64_t k,
 
 // ---------------------------------------------------------- descending gains
 
+// A value with its order key, sorted by the key alone.
+template <typename Key, typename Value>
+struct Keyed {
+  Key order;
+  Value value;
+  Key key() const { return order; }
+  bool operator<(const Keyed& other) const { return order < other.order; }
+};
+
 // Each row's real values descending, then a 0 per padding slot, then the
 // real NaNs (the order of the ideal DCG's gains; see _gains.descending_gains).
 template <typename Value>
 void DescendingGainsRows(const Value* values, const bool* valid, Value* out, int64_t n,
                          int64_t first, int64_t last) {
-  std::vector<Value> real(n);
+  using Key = std::conditional_t<sizeof(Value) == 8, uint64_t, uint32_t>;
+  using Entry = Keyed<Key, Value>;
+  std::vector<Entry> real(n), scratch(n);
   for (int64_t row = first; row < last; ++row) {
     const Value* row_values = values + row * n;
     const bool* row_valid = valid + row * n;
     Value* row_out = out + row * n;
-    int64_t count = 0, padding = 0, nans = 0;
+    int64_t count = 0, padding = 0;
     for (int64_t i = 0; i < n; ++i) {
+      const Value value = row_values[i];
       if (!row_valid[i]) {
         ++padding;
-      } else if (row_values[i] != row_values[i]) {
-        ++nans;
-      } else {
-        real[count++] = row_values[i];
+      } else if (value == value) {
+        real[count++] = {Key(~FloatKey<Value, Key>(value)), value};  // descending
       }
     }
-    std::sort(real.begin(), real.begin() + count, [](Value a, Value b) { return a > b; });
-    std::copy(real.begin(), real.begin() + count, row_out);
+    SortEntries(real.data(), real.data() + count, scratch.data());
+    for (int64_t p = 0; p < count; ++p) row_out[p] = real[p].value;
     std::fill(row_out + count, row_out + count + padding, Value(0));
     std::fill(row_out + count + padding, row_out + n, std::numeric_limits<Value>::quiet_NaN());
   }
@@ -539,6 +592,148 @@ ffi::Error DescendingGainsImpl(ffi::ThreadPool pool, ffi::AnyBuffer values,
   }
 }
 
+// ------------------------------------------------------------- weighted sum
+
+// Per row, sum_i values[i] * m[i] over the real items, m[i] being the mean of
+// a positional table over the positions item i's tie block spans: the exact
+// tie-averaged value of sum_p table[p] * values[item at p] (DCG, with gains
+// as values and discounts as the table). `table` holds the n + 1 prefix sums
+// W of the positional table. With 0 < k < n only blocks starting before k
+// count (the table is zero from k on): the k largest keys are kept while the
+// row is read once, and only items at or above the k-th are summed.
+template <typename Entry, typename Value>
+void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Value* values,
+                     const bool* valid, const Value* table, int64_t k, Value* out,
+                     int64_t first, int64_t last) {
+  using Key = typename EntryKey<Entry>::type;
+  const int64_t n = source.n;
+  std::vector<Key> keys(n);
+  std::vector<Entry> entries(n), scratch(n);
+  std::vector<Key> top(k > 0 ? k : 0);  // descending
+  std::vector<Value> slot_mean(k > 0 ? k : 0);
+  auto mean = [&](int64_t start, int64_t size) {
+    const int64_t stop = std::min(start + size, n);
+    return (table[stop] - table[std::min(start, n)]) / Value(size);
+  };
+  for (int64_t row = first; row < last; ++row) {
+    source.Fill(row, keys.data());
+    const Value* row_values = values + row * n;
+    const bool* row_valid = valid + row * n;
+    Value total = 0;
+    if (k <= 0) {
+      int64_t real = 0;
+      for (int64_t i = n - 1; i >= 0; --i) {
+        if (row_valid[i]) entries[real++] = Entry::Make(Key(~keys[i]), uint32_t(i));
+      }
+      SortEntries(entries.data(), entries.data() + real, scratch.data());
+      int64_t start = 0;
+      while (start < real) {
+        int64_t stop = start + 1;
+        while (stop < real && entries[stop].key() == entries[start].key()) ++stop;
+        const Value block_mean = mean(start, stop - start);
+        for (int64_t p = start; p < stop; ++p) total += row_values[entries[p].tie()] * block_mean;
+        start = stop;
+      }
+      out[row] = total;
+      continue;
+    }
+    // The k largest keys of the real items (fewer if the row has fewer).
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!row_valid[i]) continue;
+      const Key key = keys[i];
+      if (kept == k && key <= top[k - 1]) continue;
+      int64_t j = kept < k ? kept++ : k - 1;
+      for (; j > 0 && top[j - 1] < key; --j) top[j] = top[j - 1];
+      top[j] = key;
+    }
+    if (kept == 0) {
+      out[row] = 0;
+      continue;
+    }
+    // A run of equal keys in the top is a block; the last one's block may
+    // continue past the top k, so it is counted over the row.
+    const Key threshold = top[kept - 1];
+    int64_t at_threshold = 0;
+    for (int64_t i = 0; i < n; ++i) at_threshold += row_valid[i] && keys[i] == threshold;
+    for (int64_t start = 0; start < kept;) {
+      int64_t stop = start + 1;
+      while (stop < kept && top[stop] == top[start]) ++stop;
+      const int64_t size = top[start] == threshold ? at_threshold : stop - start;
+      const Value block_mean = mean(start, size);
+      for (int64_t p = start; p < stop; ++p) slot_mean[p] = block_mean;
+      start = stop;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const Key key = keys[i];
+      if (!row_valid[i] || key < threshold) continue;
+      // The slot of the first top key equal to this one (top is descending).
+      int64_t low = 0, high = kept - 1;
+      while (low < high) {
+        const int64_t middle = (low + high) / 2;
+        if (top[middle] > key) {
+          low = middle + 1;
+        } else {
+          high = middle;
+        }
+      }
+      total += row_values[i] * slot_mean[low];
+    }
+    out[row] = total;
+  }
+}
+
+template <typename Value>
+ffi::Error WeightedSumTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& scores,
+                           ffi::AnyBuffer& values, ffi::Buffer<ffi::PRED>& valid,
+                           ffi::AnyBuffer& table, int64_t k, ffi::Result<ffi::AnyBuffer>& out) {
+  const ffi::DataType type = scores.element_type();
+  int64_t rows, n;
+  RowsAndLength(scores.dimensions(), &rows, &n);
+  if (values.element_count() != scores.element_count() ||
+      valid.element_count() != scores.element_count() ||
+      table.element_count() != static_cast<size_t>(n + 1)) {
+    return ffi::Error::InvalidArgument("lodestar weighted sum: operands of different sizes");
+  }
+  const Value* value_data = static_cast<const Value*>(values.untyped_data());
+  const Value* table_data = static_cast<const Value*>(table.untyped_data());
+  const bool* valid_data = valid.typed_data();
+  Value* out_data = static_cast<Value*>(out->untyped_data());
+  if (k >= n) k = 0;
+  if (IsWide(type)) {
+    RowKeys<uint64_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      WeightedSumRows<Wide, Value>(source, value_data, valid_data, table_data, k, out_data,
+                                   first, last);
+    });
+  } else {
+    RowKeys<uint32_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      WeightedSumRows<Packed, Value>(source, value_data, valid_data, table_data, k, out_data,
+                                     first, last);
+    });
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error WeightedSumImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores, ffi::AnyBuffer values,
+                           ffi::Buffer<ffi::PRED> valid, ffi::AnyBuffer table, int64_t k,
+                           ffi::Result<ffi::AnyBuffer> out) {
+  if (!IsSupported(scores.element_type())) return Unsupported(scores.element_type());
+  if (values.element_type() != table.element_type() ||
+      values.element_type() != out->element_type()) {
+    return ffi::Error::InvalidArgument("lodestar weighted sum: values and table differ in type");
+  }
+  switch (values.element_type()) {
+    case ffi::DataType::F32:
+      return WeightedSumTyped<float>(pool, scores, values, valid, table, k, out);
+    case ffi::DataType::F64:
+      return WeightedSumTyped<double>(pool, scores, values, valid, table, k, out);
+    default:
+      return Unsupported(values.element_type());
+  }
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarTieBlocks, TieBlocksImpl,
@@ -564,6 +759,16 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarLargest, LargestImpl,
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSum, WeightedSumImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Attr<int64_t>("k")
+                                  .Ret<ffi::AnyBuffer>());
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarDescendingGains, DescendingGainsImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -585,6 +790,7 @@ PyObject* Targets(PyObject*, PyObject*) {
       {"lodestar_argsort", reinterpret_cast<void*>(LodestarArgsort)},
       {"lodestar_largest", reinterpret_cast<void*>(LodestarLargest)},
       {"lodestar_descending_gains", reinterpret_cast<void*>(LodestarDescendingGains)},
+      {"lodestar_weighted_sum", reinterpret_cast<void*>(LodestarWeightedSum)},
   };
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;

@@ -31,6 +31,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -243,8 +244,12 @@ def _source_digest() -> str:
     """A digest of every Python file of the installed lodestar package, and of its kernels."""
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted([*root.rglob("*.py"), *root.glob("_kernels.*")]):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+    # The compiled kernels may be installed apart from the sources (an editable install).
+    kernels = importlib.util.find_spec("lodestar._kernels")
+    extension = [Path(kernels.origin)] if kernels is not None and kernels.origin else []
+    for path in sorted(root.rglob("*.py")) + extension:
+        name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+        digest.update(name.encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
 

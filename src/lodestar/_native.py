@@ -43,6 +43,7 @@ TARGETS = (
     "lodestar_argsort",
     "lodestar_largest",
     "lodestar_descending_gains",
+    "lodestar_weighted_sum",
 )
 
 
@@ -257,3 +258,19 @@ def descending_gains(values: jax.Array, valid: jax.Array) -> jax.Array:
     """Each row's real values descending, a 0 per padding slot, then its real NaNs."""
     valid = jnp.broadcast_to(valid, values.shape)
     return _call("lodestar_descending_gains", _result(values, values.dtype), values, valid)
+
+
+def weighted_sum(
+    scores: jax.Array, values: jax.Array, valid: jax.Array, cumulative_table: jax.Array, k: int
+) -> jax.Array:
+    """``_ranking.block_weighted_sum`` with averaged ties, in one pass over each row.
+
+    ``values`` and ``cumulative_table`` (``(n + 1,)``) share a float32 or
+    float64 dtype, the result's; ``k`` is the cut-off, 0 for none.
+    """
+    valid = jnp.broadcast_to(valid, scores.shape)
+    values = jnp.broadcast_to(values, scores.shape)
+    out = _result(scores, values.dtype, scores.shape[:-1])
+    return _call(
+        "lodestar_weighted_sum", out, scores, values, valid, cumulative_table, k=np.int64(k)
+    )

@@ -549,31 +549,26 @@ def largest_values(values: jax.Array, k: int) -> jax.Array:
     return _largest(values, k, count_kth=False)[0]
 
 
-def _largest(
-    values, k, *, count_kth, also=None
-) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
-    """:func:`largest_values` of ``values`` and of ``also``.
+def _largest(values, k, *, count_kth) -> tuple[jax.Array, jax.Array | None]:
+    """:func:`largest_values`, and how many values equal the k-th largest.
 
-    Returns ``(top, kth_count, also_top)``: ``kth_count`` (int32 ``(...)``, how
-    many values equal the k-th largest; 0 where it is NaN) only with
-    ``count_kth``, ``also_top`` only with ``also``, else None.
+    Returns ``(top, kth_count)``; ``kth_count`` (int32 ``(...)``, 0 where the
+    k-th is NaN) only with ``count_kth``, else None.
     """
-    arrays = [lax.stop_gradient(values)] + ([] if also is None else [lax.stop_gradient(also)])
+    values = lax.stop_gradient(values)
 
-    def xla(*arrays):
-        tops = [lax.top_k(a, k)[0] for a in arrays]
-        count = jnp.sum(arrays[0] == tops[0][..., k - 1 :], axis=-1, dtype=jnp.int32)
-        return tops, count
+    def xla(values):
+        top = lax.top_k(values, k)[0]
+        return top, jnp.sum(values == top[..., k - 1 :], axis=-1, dtype=jnp.int32)
 
-    def native(*arrays):
-        found = [_native.largest(a, k) for a in arrays]
-        return [top for top, _ in found], found[0][1]
+    def native(values):
+        return _native.largest(values, k)
 
     if _native.applies():
-        tops, count = _native.on_cpu(native, xla, *arrays)
+        top, count = _native.on_cpu(native, xla, values)
     else:
-        tops, count = xla(*arrays)
-    return tops[0], count if count_kth else None, tops[1] if also is not None else None
+        top, count = xla(values)
+    return top, count if count_kth else None
 
 
 def _mask_padding(blocks: TieBlocks, valid) -> TieBlocks:
@@ -691,17 +686,49 @@ def block_weighted_sum(
         k = None
     if method == "auto":
         method = choose_method(n, k, ignore_ties=ignore_ties)
-    if method == "topk" and k is not None and not ignore_ties:
-        scores = rankable(scores, merge_zeros=False)
-        return _topk_weighted_sum(scores, values, valid, cumulative_table, k, largest_of)
-    blocks = tie_blocks(scores, valid, k=k, ignore_ties=ignore_ties, method=method)
-    means = block_mean(cumulative_table, blocks)
-    total = jnp.sum(jnp.where(valid, values * means, 0), axis=-1)
+    total_dtype = jnp.result_type(values, cumulative_table)
+    if (
+        method in ("topk", "sort_or_native", "native")
+        and not ignore_ties
+        and n > 0
+        and cumulative_table.ndim == 1
+        and total_dtype in (jnp.float32, jnp.float64)
+        and _native.applies()
+    ):
+        # The compiled kernel ranks and sums in one pass over each row; XLA's
+        # route on any other platform the program is lowered for.
+        def native(scores, values, valid, table):
+            return _native.weighted_sum(rankable(scores), values, valid, table, k or 0)
+
+        def xla(scores, values, valid, table):
+            method = "sort" if k is None else "topk"
+            total = _xla_weighted_sum(scores, values, valid, table, k, False, method)
+            return total.astype(total_dtype)
+
+        total = _native.on_cpu(
+            native,
+            xla,
+            scores,
+            values.astype(total_dtype),
+            valid,
+            cumulative_table.astype(total_dtype),
+        )
+    else:
+        total = _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method)
     if largest_of is None:
         return total
-    # largest_of was refused above unless k was below n, so k is still the cut-off.
-    assert k is not None
+    assert k is not None  # largest_of was refused above unless k was below n
     return total, largest_values(largest_of, k)
+
+
+def _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method):
+    """:func:`block_weighted_sum` through per-item counts, or XLA's top-k where it applies."""
+    if method == "topk" and k is not None and not ignore_ties:
+        scores = rankable(scores, merge_zeros=False)
+        return _topk_weighted_sum(scores, values, valid, cumulative_table, k)
+    blocks = tie_blocks(scores, valid, k=k, ignore_ties=ignore_ties, method=method)
+    means = block_mean(cumulative_table, blocks)
+    return jnp.sum(jnp.where(valid, values * means, 0), axis=-1)
 
 
 class Ranking:
@@ -788,11 +815,11 @@ class Ranking:
         return self._order
 
 
-def _topk_weighted_sum(scores, values, valid, cumulative_table, k, largest_of):
+def _topk_weighted_sum(scores, values, valid, cumulative_table, k):
     # Padding takes the lowest value, so it can only meet the k-th value.
     lowest = _lowest(scores.dtype)
     masked = jnp.where(valid, scores, lowest)
-    top, tied, other_top = _largest(masked, k, count_kth=True, also=largest_of)  # descending
+    top, tied = _largest(masked, k, count_kth=True)  # descending
     assert tied is not None  # asked for with count_kth
     threshold = top[..., k - 1 :]
     # The k-th value's block may continue past the top k; its size was counted
@@ -809,11 +836,7 @@ def _topk_weighted_sum(scores, values, valid, cumulative_table, k, largest_of):
     item_means = jnp.zeros(scores.shape, means.dtype)
     for j in range(k):
         item_means = jnp.where(masked == top[..., j : j + 1], means[..., j : j + 1], item_means)
-    total = jnp.sum(jnp.where(valid, values * item_means, 0), axis=-1)
-    if largest_of is None:
-        return total
-    assert other_top is not None  # asked for with also
-    return total, other_top
+    return jnp.sum(jnp.where(valid, values * item_means, 0), axis=-1)
 
 
 def _runs(top: jax.Array) -> tuple[jax.Array, jax.Array]:
