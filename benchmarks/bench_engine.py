@@ -10,14 +10,14 @@ methods (see ``src/lodestar/_ranking.py``):
 * ``topk``: the k largest values (NumPy's sort on CPU when ties are averaged,
   else ``lax.top_k``), then O(n k) comparisons; needs a cut-off k < n;
 * ``sort``: one multi-operand XLA ``lax.sort`` plus a scatter;
-* ``host``: NumPy's sort behind ``jax.pure_callback`` (CPU only).
+* ``native``: lodestar's compiled CPU kernel (CPU only; decision 0043).
 
 ``method="auto"`` (``_ranking.choose_method``) picks ``topk`` for ``k < n``,
-``k <= TOPK_MAX_K`` and ``n >= TOPK_MIN_N`` when ``n >= TOPK_MIN_RATIO_HOST * k``
+``k <= TOPK_MAX_K`` and ``n >= TOPK_MIN_N`` when ``n >= TOPK_MIN_RATIO_NATIVE * k``
 (ties averaged on CPU, where the top values come from NumPy's sort), or, with
 ``lax.top_k``, when ``k <= TOPK_MAX_K_XLA`` and ``n > TOPK_ALWAYS_N`` or
 ``n >= TOPK_MIN_RATIO * k``;
-otherwise ``pairwise`` for ``n <= PAIRWISE_MAX_N``, else ``host`` on CPU and
+otherwise ``pairwise`` for ``n <= PAIRWISE_MAX_N``, else ``native`` on CPU and
 ``sort`` elsewhere.
 
 This script times each method, jitted, on float32 scores
@@ -25,7 +25,7 @@ rounded to two decimals (so ties occur), with every item real
 (``valid=None``) and ``ignore_ties=False`` unless ``--ignore-ties``, for
 n in (4, 8, 12, 16, 24, 32, 48, 64, 80, 100, 128, 256, 384, 512, 1000) with a
 batch of about 1,000,000 elements (B = 1e6 / n), and for each cut-off k in (1, 10, 32, 64, 128) with
-k < n. ``pairwise``, ``sort`` and ``host`` do not depend on k, so they are
+k < n. ``pairwise``, ``sort`` and ``native`` do not depend on k, so they are
 timed once per n; ``topk`` and ``auto`` are timed per (n, k).
 
 For each (n, k) the table gives the milliseconds of each method (median of
@@ -41,7 +41,7 @@ Measured on XLA:CPU with jaxlib 0.10.2 (two-core x86-64): ``pairwise`` and
 32 (``n > 32`` for ``pairwise``, ``k > 32`` for ``topk``); probe the edge with
 ``--ns 32 33 --ks 32 33``. Re-measure on any other backend or jaxlib.
 
-Every method's output is also checked against ``host`` (exact counts for every
+Every method's output is also checked against ``native`` (exact counts for every
 item; for ``topk`` only items whose block starts before k, and items past k
 must report ``above >= k``); a disagreement prints ``MISMATCH`` and the script
 exits with status 1.
@@ -56,7 +56,7 @@ Usage
     python benchmarks/bench_engine.py --ns 32 40 48 --ks 16 32 48   # probe a threshold
 
 ``XLA_FLAGS`` is left as the environment sets it (normally unset); the header
-prints it. ``host`` needs the CPU backend; on other backends it is skipped.
+prints it. ``native`` needs the CPU backend; on other backends it is skipped.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ QUICK_NS = (4, 16, 32, 100)
 QUICK_KS = (1, 10, 64)
 QUICK_ELEMENTS = 20_000
 PAIRWISE_LIMIT = 512
-FULL_METHODS = ("pairwise", "sort", "host")
+FULL_METHODS = ("pairwise", "sort", "native")
 
 
 THRESHOLDS = {
@@ -86,7 +86,7 @@ THRESHOLDS = {
         "PAIRWISE_MAX_N",
         "TOPK_MAX_K",
         "TOPK_MIN_N",
-        "TOPK_MIN_RATIO_HOST",
+        "TOPK_MIN_RATIO_NATIVE",
         "TOPK_MIN_RATIO",
         "TOPK_ALWAYS_N",
         "TOPK_MAX_K_XLA",
@@ -125,7 +125,7 @@ def compare(name: str, got, ref, k: int | None) -> str | None:
         inside = ref_above < k
         bad = (inside & ((above != ref_above) | (tied != ref_tied))) | (~inside & (above < k))
     if bad.any():
-        return f"{name}: {int(bad.sum())} items disagree with host"
+        return f"{name}: {int(bad.sum())} items disagree with native"
     return None
 
 
@@ -141,13 +141,13 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
         for method in FULL_METHODS:
             if method == "pairwise" and n > PAIRWISE_LIMIT:
                 continue
-            if method == "host" and not cpu:
+            if method == "native" and not cpu:
                 continue
             seconds, _, outputs[method] = common.time_jax(
                 engine(method, None, ignore_ties), (scores,), reps
             )
             full[method] = 1e3 * seconds
-        reference = outputs.get("host", outputs.get("sort"))
+        reference = outputs.get("native", outputs.get("sort"))
         for method, out in outputs.items():
             problem = compare(f"n={n} {method}", out, reference, None)
             if problem:
@@ -181,7 +181,7 @@ def run(ns, ks, elements: int, reps: int, ignore_ties: bool, seed: int):
 
 
 def print_table(rows) -> None:
-    methods = ("pairwise", "topk", "sort", "host")
+    methods = ("pairwise", "topk", "sort", "native")
     head = (
         f"{'n':>5} {'B':>7} {'k':>5} | "
         + " ".join(f"{m:>9}" for m in methods)
@@ -286,7 +286,7 @@ def main(argv=None) -> int:
     if mismatches:
         common.print_mismatches("MISMATCH between engine methods:", mismatches)
     else:
-        print("check: every method agrees with host on every timed batch.")
+        print("check: every method agrees with native on every timed batch.")
     common.save_json(
         args.json,
         info,

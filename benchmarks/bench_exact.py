@@ -23,7 +23,7 @@ times (median of ``--reps`` calls after a compiling call, each waited for with
   ``lo/sort``, the metric's time over this sort's, says what the metric costs
   beyond ordering. On CPU, ``np.sort`` of the batch is a second, stricter floor
   (``lo/np``): XLA's CPU sort is far slower than NumPy's, and lodestar's
-  ``host`` engine sorts with NumPy;
+  compiled kernels are measured against the faster of the two (decision 0043);
 * **scikit-learn** ``dcg_score`` / ``ndcg_score`` (tie-averaged, the same
   quantity) on NumPy arrays, where a counterpart exists. lodestar's per-list
   values on the first lists are checked against it; a difference above
@@ -45,14 +45,15 @@ Each function's peak memory is read from its compiled executable
 (``jax.jit(f).lower(...).compile().memory_analysis()``): argument, output and
 temporary bytes of XLA's buffer assignment, which already reuses buffers whose
 lifetimes do not overlap. The peak is ``argument + output + temp - alias``.
-Host callbacks (the CPU ``host`` engine and NumPy's argsort for the NDCG ideal)
-allocate outside XLA; on CPU their NumPy peak during one call is measured with
-:mod:`tracemalloc` and added. ``x input`` is the peak over the bytes of the
+The compiled kernels' row buffers (a few rows' worth per thread) are not
+seen by XLA's buffer assignment; Python and NumPy allocations during one call
+(none on the kernels' route) are measured with :mod:`tracemalloc` and added.
+``x input`` is the peak over the bytes of the
 arguments (scores and labels). On an accelerator the device allocator's
 ``peak_bytes_in_use`` after the call is also recorded; it is a process-wide
 high-water mark, so it is attributed to a row only when that row raised it.
 ``--memory-shapes`` analyses further shapes by compiling alone, without
-allocating them (host callback memory is not measured there).
+allocating them.
 """
 
 from __future__ import annotations

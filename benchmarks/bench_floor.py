@@ -1,4 +1,4 @@
-"""The floor under an exact NDCG on CPU: what any host method must spend, timed.
+"""An exact NDCG on CPU against one ``np.sort``: both of lodestar's routes, timed.
 
 Run from a clone as ``python benchmarks/bench_floor.py [options]``; ``--help``
 lists the options. Only JAX and NumPy are needed.
@@ -8,24 +8,14 @@ What is measured
 The exact kernels' bars are set against one ``np.sort`` of the scores (the
 unit of every ratio here): NDCG@k within 2x, full-list NDCG within 3x. This
 script times, in one process and on the batch of ``bench_exact.py`` (float32
-scores with two decimals, labels 0..4), what every host method of those
-measures must do at the least, so that a bar can be read against a floor
-rather than against a guess:
+scores with two decimals, labels 0..4):
 
-* **the boundary**: a jitted ``jax.pure_callback`` that receives the scores
-  and the labels and returns one zero per list, doing nothing else. Any
-  method that ranks with NumPy inside a jitted measure pays it;
-* **one selection of each input**: NDCG@k needs the k largest scores (the
-  ranking's top) and the k largest labels (the ideal's). NumPy's fastest
-  selection of a row is ``np.partition`` or ``np.sort``, whichever is faster
-  here, so the script times both on each input;
-* **the floors**: the boundary around those selections, the rows spread over
-  lodestar's host thread pool as its callbacks spread them
-  (``lodestar._host.for_row_chunks``), returning nothing useful. The top-k
-  floor selects the scores and the labels; the full-list floor sorts both
-  whole (a full ranking must order every score, and the ideal every label).
-  A method at the floor would still have to count ties and sum the gains;
-* **lodestar** ``ndcg`` at ``k`` and on the full list, jitted.
+* **NumPy's selections**: ``np.sort`` and ``np.partition`` of the scores and
+  of the labels, what any method of these measures must do at the least (the
+  ranking's top and the ideal's);
+* **lodestar** ``ndcg`` at ``k`` and on the full list, jitted, on each route
+  (decision 0043): the compiled kernels (``native``) and XLA's sort
+  (``xla``, what ``LODESTAR_KERNELS=xla`` or a missing extension gives).
 
 Every figure is a median after a warm-up call; ratios to ``np.sort`` in this
 one process are what to read, not milliseconds.
@@ -53,7 +43,7 @@ from _common import (
 )
 from bench_exact import make_batch
 
-from lodestar import _host, metrics
+from lodestar import _native, metrics
 
 DEFAULT_SHAPE = (10_000, 100)
 QUICK_SHAPE = (64, 100)
@@ -70,16 +60,20 @@ def _select_top(rows: np.ndarray, k: int, how: str) -> np.ndarray:
     return np.sort(rows, axis=-1)
 
 
-def _floor_callback(batch: int, n: int, work):
-    """A jitted callback that runs ``work(scores, labels)`` per chunk of rows, returns zeros."""
+def _on_route(route: str, fn):
+    """``fn`` jitted, traced with the kernels (``native``) or with XLA's sort (``xla``)."""
+    jitted = jax.jit(fn)
 
-    def host(scores, labels):
-        scores, labels = np.asarray(scores), np.asarray(labels)
-        _host.for_row_chunks(lambda rows: work(scores[rows], labels[rows]), batch, n)
-        return np.zeros(batch, np.float32)
+    def run(*args):
+        applies = _native.applies
+        if route == "xla":
+            _native.applies = lambda: False  # trace-time choice: XLA's sort
+        try:
+            return jitted(*args)
+        finally:
+            _native.applies = applies
 
-    shape = jax.ShapeDtypeStruct((batch,), jnp.float32)
-    return jax.jit(lambda s, y: jax.pure_callback(host, shape, s, y))
+    return run
 
 
 def measure(batch: int, n: int, k: int, reps: int, seed: int) -> dict:
@@ -99,31 +93,18 @@ def measure(batch: int, n: int, k: int, reps: int, seed: int) -> dict:
         "np_sort_labels": host_ms(np.sort, labels_np),
         "np_partition": host_ms(partial(_select_top, k=k, how="partition"), scores_np),
         "np_partition_labels": host_ms(partial(_select_top, k=k, how="partition"), labels_np),
-        "boundary": jax_ms(_floor_callback(batch, n, lambda s, y: None), scores, labels),
     }
-    # The faster selection on each input, as a method at the floor would choose.
-    top_how = "partition" if ms["np_partition"] < ms["np_sort"] else "sort"
-    ideal_how = "partition" if ms["np_partition_labels"] < ms["np_sort_labels"] else "sort"
-
-    def top_k_work(s, y):
-        _select_top(s, k, top_how)
-        _select_top(y, k, ideal_how)
-
-    def full_work(s, y):
-        np.sort(s, axis=-1)
-        np.sort(y, axis=-1)
-
-    ms["floor_ndcg_at_k"] = jax_ms(_floor_callback(batch, n, top_k_work), scores, labels)
-    ms["floor_ndcg"] = jax_ms(_floor_callback(batch, n, full_work), scores, labels)
-    ms["lodestar_ndcg_at_k"] = jax_ms(jax.jit(partial(metrics.ndcg, k=k)), scores, labels)
-    ms["lodestar_ndcg"] = jax_ms(jax.jit(metrics.ndcg), scores, labels)
+    routes = ("native", "xla") if _native.loaded() else ("xla",)
+    for route in routes:
+        ms[f"{route}_ndcg_at_k"] = jax_ms(
+            _on_route(route, partial(metrics.ndcg, k=k)), scores, labels
+        )
+        ms[f"{route}_ndcg"] = jax_ms(_on_route(route, metrics.ndcg), scores, labels)
     return {
         "batch": batch,
         "n": n,
         "k": k,
-        "threads": _host.THREADS,
-        "top_k_selection": top_how,
-        "ideal_selection": ideal_how,
+        "routes": list(routes),
         "ms": ms,
         "over_np_sort": {name: value / ms["np_sort"] for name, value in ms.items()},
     }
@@ -134,37 +115,31 @@ ROWS = (
     ("np_sort_labels", "np.sort of the labels"),
     ("np_partition", "np.partition of the scores, top k"),
     ("np_partition_labels", "np.partition of the labels, top k"),
-    ("boundary", "callback with both inputs, no work"),
-    ("floor_ndcg_at_k", "floor of NDCG@k: boundary + two selections"),
-    ("floor_ndcg", "floor of NDCG: boundary + two sorts"),
-    ("lodestar_ndcg_at_k", "lodestar ndcg@k, jitted"),
-    ("lodestar_ndcg", "lodestar ndcg, jitted"),
+    ("native_ndcg_at_k", "lodestar ndcg@k, compiled kernels"),
+    ("native_ndcg", "lodestar ndcg, compiled kernels"),
+    ("xla_ndcg_at_k", "lodestar ndcg@k, XLA's sort (fallback)"),
+    ("xla_ndcg", "lodestar ndcg, XLA's sort (fallback)"),
 )
 
 
 def print_report(report: dict) -> None:
-    print(
-        f"\n{report['batch']}x{report['n']}, k={report['k']}, host threads {report['threads']}"
-        f" (selections: scores by {report['top_k_selection']},"
-        f" labels by {report['ideal_selection']})"
-    )
+    print(f"\n{report['batch']}x{report['n']}, k={report['k']}, routes {report['routes']}")
     print(f"{'':46} {'ms':>8} {'x np.sort':>10}")
     for key, label in ROWS:
-        print(f"{label:46} {fmt_ms(report['ms'][key]):>8} {report['over_np_sort'][key]:>9.2f}x")
+        if key in report["ms"]:
+            print(f"{label:46} {fmt_ms(report['ms'][key]):>8} {report['over_np_sort'][key]:>9.2f}x")
     for measure_name, measure in (("NDCG@k", "ndcg_at_k"), ("NDCG", "ndcg")):
+        route = report["routes"][0]
+        found = report["over_np_sort"][f"{route}_{measure}"]
         bar = BARS[measure]
-        floor = report["over_np_sort"][f"floor_{measure}"]
-        print(
-            f"{measure_name}: bar {bar:g}x np.sort; the floor takes {floor:.2f}x"
-            f" ({floor / bar:.0%} of the bar) before counting ties or summing gains;"
-            f" lodestar {report['over_np_sort'][f'lodestar_{measure}']:.2f}x"
-        )
+        verdict = "within" if found <= bar else "above"
+        print(f"{measure_name} ({route}): {found:.2f}x np.sort, {verdict} the bar of {bar:g}x")
 
 
 def main(argv=None) -> int:
     """Run the measurement and print it; the exit status is 0 unless interrupted."""
     parser = base_parser(
-        "Time what any host method of an exact NDCG must spend on CPU, beside lodestar's.",
+        "Time lodestar's exact NDCG on CPU, on both routes, against one np.sort.",
         "a small batch, 1 repetition (a smoke test)",
     )
     parser.add_argument(
@@ -178,9 +153,9 @@ def main(argv=None) -> int:
     reps = default_reps(args)
     batch, n = args.shape or (QUICK_SHAPE if args.quick else DEFAULT_SHAPE)
     info = machine_info()
-    print_header("lodestar: the floor under an exact NDCG", info, ratios="the ratios to np.sort")
+    print_header("lodestar: an exact NDCG against np.sort", info, ratios="the ratios to np.sort")
     if jax.default_backend() != "cpu":
-        print("the floor is a host method's: run this on the CPU backend (JAX_PLATFORMS=cpu).")
+        print("the kernels are CPU code: run this on the CPU backend (JAX_PLATFORMS=cpu).")
         return 1
     warm_up_process(0.2 if args.quick else 1.0)
     try:

@@ -63,7 +63,7 @@ TOPK_MAX_K = 128
 # averaged) is cheap, lax.top_k is not, and with it top-k wins below
 # TOPK_ALWAYS_N items only when k is small against n.
 TOPK_MIN_N = 80
-TOPK_MIN_RATIO_HOST = 3
+TOPK_MIN_RATIO_NATIVE = 3
 TOPK_MIN_RATIO = 16
 TOPK_ALWAYS_N = 384
 # lax.top_k's n * k comparisons lose to the compiled kernel's sort above this k.
@@ -124,7 +124,7 @@ def choose_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
         # Averaged ties take the top values from the compiled kernel where it
         # applies; the descending-index tie-break needs lax.top_k's indices.
         if not ignore_ties and _native.applies():
-            if n >= TOPK_MIN_RATIO_HOST * k:
+            if n >= TOPK_MIN_RATIO_NATIVE * k:
                 return "topk"
         elif k <= TOPK_MAX_K_XLA and (n > TOPK_ALWAYS_N or n >= TOPK_MIN_RATIO * k):
             return "topk"
