@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from lodestar import _native, _ranking, _registry, _validation
+from lodestar import _native, _parameters, _ranking, _validation
 
 
 def apply_gain(gain: str | Callable, labels: jax.Array) -> jax.Array:
@@ -250,7 +250,7 @@ class GainTable:
         def refuse():
             return _validation.InvalidParameterError(
                 "The 'gains' parameter of GainTable must be a mapping of whole-number "
-                f"levels in [0, {_registry.LARGEST_WHOLE_NUMBER}] to finite float gains. "
+                f"levels in [0, {_parameters.LARGEST_WHOLE_NUMBER}] to finite float gains. "
                 f"Got {gains!r} instead."
             )
 
@@ -262,7 +262,7 @@ class GainTable:
                 isinstance(level, float) and math.isfinite(level) and level == int(level)
             )
             number = isinstance(gain, numbers.Real) and not isinstance(gain, bool)
-            in_range = whole and 0 <= level <= _registry.LARGEST_WHOLE_NUMBER
+            in_range = whole and 0 <= level <= _parameters.LARGEST_WHOLE_NUMBER
             if not in_range or not number or not math.isfinite(float(gain)):
                 raise refuse()
             pairs[int(level)] = float(gain)
@@ -293,14 +293,14 @@ class GainTable:
             # as 2**63 - 1, and int() refuses more than 4,300 digits.
             if (
                 re.fullmatch(r"[0-9]+", level)
-                and not _registry.past_largest(level)
-                and _registry.REAL_NUMBER.fullmatch(gain)
+                and not _parameters.past_largest(level)
+                and _parameters.REAL_NUMBER.fullmatch(gain)
             ):
                 parsed_level, parsed_gain = int(level), float(gain)
             if not equals or parsed_level is None or parsed_level in gains:
                 raise _validation.InvalidParameterError(
                     "GainTable.parse expects comma-separated level=gain pairs with each "
-                    f"level a whole number up to {_registry.LARGEST_WHOLE_NUMBER} given once, "
+                    f"level a whole number up to {_parameters.LARGEST_WHOLE_NUMBER} given once, "
                     f"such as '1=3.5,2=9'. Got {text!r} instead."
                 )
             gains[parsed_level] = parsed_gain

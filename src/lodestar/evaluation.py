@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from lodestar import _registry
+from lodestar import _parameters
 from lodestar._trec import evaluate as _evaluate
 from lodestar._trec import groups as _groups
 from lodestar._trec import join as _join
@@ -65,7 +65,7 @@ from lodestar._trec.read import TrecFile as TrecFile
 from lodestar._trec.read import read_run as read_run
 from lodestar._trec.read import show as show
 
-LARGEST_WHOLE_NUMBER = _registry.LARGEST_WHOLE_NUMBER
+LARGEST_WHOLE_NUMBER = _parameters.LARGEST_WHOLE_NUMBER
 """The largest cut-off, gain level or ``-N`` (trec_eval's C long: 2**63 - 1)."""
 
 __all__ = ["Evaluation", "compare", "evaluate", "use_compilation_cache"]
@@ -595,7 +595,7 @@ def evaluate(
     requests = _requests(measures, judgment_groups=switches["judgment_groups"])
     relevance_level, max_documents = _check_cut(relevance_level, max_documents, caller=caller)
     # trec_eval's -N is a C long, and utility's kernel reads it as int64.
-    num_documents = _validation.Interval(int, 0, _registry.LARGEST_WHOLE_NUMBER, "both").check(
+    num_documents = _validation.Interval(int, 0, _parameters.LARGEST_WHOLE_NUMBER, "both").check(
         num_documents, name="num_documents", caller=caller, none=True
     )
     if err_max_label is not None:

@@ -43,7 +43,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from lodestar import _registry
+from lodestar import _parameters, _registry
 from lodestar._trec import families as _families
 
 
@@ -177,9 +177,9 @@ _DIGITS = re.compile(r"[0-9]+")
 def _cutoff(text: str, token: str) -> int:
     if not _DIGITS.fullmatch(token):
         raise ValueError(f"measure {text!r}: the cut-off {token!r} is not a whole number")
-    if _registry.past_largest(token):
+    if _parameters.past_largest(token):
         raise ValueError(
-            f"measure {text!r}: the cut-off is past {_registry.LARGEST_WHOLE_NUMBER} "
+            f"measure {text!r}: the cut-off is past {_parameters.LARGEST_WHOLE_NUMBER} "
             "(2**63 - 1), the largest a cut-off can be"
         )
     k = int(token)
@@ -196,7 +196,7 @@ def _trec_cutoff(text: str, token: str) -> int:
 
 
 def _real(text: str, token: str) -> float:
-    value = float(token) if _registry.REAL_NUMBER.fullmatch(token) else math.nan
+    value = float(token) if _parameters.REAL_NUMBER.fullmatch(token) else math.nan
     if not math.isfinite(value):
         raise ValueError(f"measure {text!r}: the parameter {token!r} is not a finite number")
     return value
