@@ -203,7 +203,8 @@ def export(
       >>> step = jax.jit(lambda s, y: metrics.ndcg(s, y, k=10))
       >>> exported = lodestar.export(step)(lists, lists)
       >>> restored = jax.export.deserialize(exported.serialize())
-      >>> restored.call(jnp.ones((3, 100)), jnp.ones((3, 100))).shape
+      >>> ones = jnp.ones((3, 100), jnp.float32)
+      >>> restored.call(ones, ones).shape
       (3,)
 
     References:
