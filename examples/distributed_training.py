@@ -89,9 +89,8 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         "--report", metavar="FILE", help="process 0 writes the losses, gradient and metric as JSON"
     )
     arguments = parser.parse_args(argv)
-    if (arguments.coordinator is None) != (arguments.process_id is None) or (
-        arguments.coordinator is None
-    ) != (arguments.num_processes is None):
+    given = [arguments.coordinator, arguments.num_processes, arguments.process_id]
+    if any(x is not None for x in given) and None in given:
         parser.error("--coordinator, --num-processes and --process-id go together")
     return arguments
 
@@ -122,8 +121,7 @@ def launch(count: int, argv: list[str]) -> int:
         )
         for index in range(count)
     ]
-    status = 0
-    remaining = list(children)
+    status, remaining = 0, list(children)
     while remaining:
         for child in list(remaining):
             try:
@@ -144,7 +142,7 @@ def initialize(arguments: argparse.Namespace) -> None:
     On CPU the processes exchange arrays through gloo, which JAX must be told
     before it starts its CPU backend; GPUs use NCCL whatever this says.
     """
-    torchrun = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
+    pytorch_variables = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK")
     if arguments.coordinator is None and not arguments.cluster:
         return  # one process, on its own devices
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -154,7 +152,7 @@ def initialize(arguments: argparse.Namespace) -> None:
             num_processes=arguments.num_processes,
             process_id=arguments.process_id,
         )
-    elif all(name in os.environ for name in torchrun):
+    elif all(name in os.environ for name in pytorch_variables):
         # torchrun and launchers that mimic it set these; JAX does not read them.
         jax.distributed.initialize(
             coordinator_address=f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}",
