@@ -388,9 +388,88 @@ def test_load_refuses_feature_beyond_n_features(tmp_path):
 def test_load_refuses_list_longer_than_max_list_size(tmp_path):
     path = write(tmp_path, "1 qid:1 1:1\n0 qid:2 1:1\n0 qid:2 1:2\n0 qid:2 1:3\n")
     assert datasets.load_svmlight(path, max_list_size=3).features.shape == (2, 3, 1)
-    with pytest.raises(ValueError) as info:
-        datasets.load_svmlight(path, max_list_size=2)
-    assert str(info.value) == f"{path}:4: query 2 has more than max_list_size=2 documents"
+    for options in ({}, {"long_lists": "refuse"}):  # the default
+        with pytest.raises(ValueError) as info:
+            datasets.load_svmlight(path, max_list_size=2, **options)
+        assert str(info.value) == (
+            f"{path}:4: query 2 has more than max_list_size=2 documents{CUT}"
+        )
+
+
+CUT = "; long_lists='truncate' or 'sample' cuts such queries of training data"
+
+
+def numbered(sizes, labels_of=lambda query, doc: 0):
+    """Queries 1, 2, ... of the given sizes; feature 1 of a document is its 1-based place."""
+    return "".join(
+        f"{labels_of(query, doc)} qid:{query + 1} 1:{doc + 1}\n"
+        for query, size in enumerate(sizes)
+        for doc in range(size)
+    )
+
+
+def test_load_long_lists_truncate_keeps_the_first_documents_of_a_long_query(tmp_path):
+    text = numbered([1, 4, 2], lambda query, doc: doc)
+    path = write(tmp_path, text)
+    whole = datasets.load_svmlight(path)
+    cut = datasets.load_svmlight(path, max_list_size=2, long_lists="truncate", seed=5)
+    for whole_array, cut_array in zip(whole[:3], cut[:3], strict=True):
+        np.testing.assert_array_equal(cut_array, whole_array[:, :2])
+    np.testing.assert_array_equal(cut.qids, whole.qids)
+    assert cut.features[1, :, 0].tolist() == [1, 2] and cut.labels[1].tolist() == [0, 1]
+    # The same with a group file, and every line is still checked.
+    group = write(tmp_path, "1\n4\n2\n", "q")
+    plain = write(tmp_path, re.sub(r" qid:\d+", "", text), "plain.txt")
+    grouped = datasets.load_svmlight(plain, group=group, max_list_size=2, long_lists="truncate")
+    np.testing.assert_array_equal(grouped.features, cut.features)
+    path = write(tmp_path, text.replace("qid:2 1:4", "qid:2 0:4"))
+    with pytest.raises(ValueError, match=r":5: feature id 0 "):
+        datasets.load_svmlight(path, max_list_size=2, long_lists="truncate")
+
+
+def test_load_long_lists_sample_is_uniform_among_subsets_with_a_relevant_document(tmp_path):
+    # 3,800 queries of 6 documents, 3 of them relevant, cut to 3: each of the
+    # 19 subsets that hold a relevant document is drawn about 200 times (a
+    # standard deviation of 14), and the one that holds none never. Two short
+    # queries, one with no relevant document, pass unchanged.
+    n_queries, grades = 3800, [0, 2, 0, 1, 0, 3]
+    sizes = [6] * n_queries + [3, 2]
+    path = write(tmp_path, numbered(sizes, lambda query, doc: grades[doc] * (query < n_queries)))
+    data = datasets.load_svmlight(path, max_list_size=3, long_lists="sample", seed=3)
+    places = data.features[..., 0].astype(int)
+    assert places[n_queries:].tolist() == [[1, 2, 3], [1, 2, 0]]
+    assert data.where[n_queries:].tolist() == [[True] * 3, [True, True, False]]
+    places = places[:n_queries]
+    assert data.where[:n_queries].all()
+    assert (np.diff(places, axis=1) > 0).all()  # without replacement, in file order
+    np.testing.assert_array_equal(data.labels[:n_queries], np.array(grades)[places - 1])
+    subsets, counts = np.unique(places, axis=0, return_counts=True)
+    assert len(subsets) == 19 and [1, 3, 5] not in subsets.tolist()
+    assert counts.min() > 200 - 5 * 14 and counts.max() < 200 + 5 * 14
+    assert data.qids.tolist() == list(range(1, n_queries + 3))
+
+
+def test_load_long_lists_sample_keeps_a_rare_relevant_document(tmp_path):
+    # One relevant document in 50, cut to 3: always kept (a uniform subset
+    # would hold it 6% of the time); a query with none keeps a uniform subset.
+    text = numbered([50] * 40 + [50] * 40, lambda query, doc: int(query < 40 and doc == 17))
+    data = datasets.load_svmlight(write(tmp_path, text), max_list_size=3, long_lists="sample")
+    places = data.features[..., 0].astype(int)
+    assert (data.labels[:40].sum(axis=1) == 1).all() and (places[:40] == 18).any(axis=1).all()
+    assert (data.labels[40:] == 0).all() and len(np.unique(places[40:])) > 30
+
+
+def test_load_long_lists_sample_is_reproducible_by_seed(tmp_path):
+    path = write(tmp_path, numbered([30] * 20, lambda query, doc: int(doc % 7 == 0)))
+
+    def draw(**seed):
+        return datasets.load_svmlight(path, max_list_size=4, long_lists="sample", **seed)
+
+    first = draw(seed=0)
+    for array, again in zip(first, draw(), strict=True):  # 0 is the default
+        np.testing.assert_array_equal(array, again)
+    assert not np.array_equal(draw(seed=1).features, first.features)
+    assert not np.array_equal(draw(seed=2**32 - 1).features, first.features)
 
 
 def test_load_refuses_values_too_large_for_float16(tmp_path):
@@ -429,6 +508,38 @@ def test_load_reports_the_first_faulty_line(tmp_path):
             dict(max_list_size=2.5),
             "The 'max_list_size' parameter of load_svmlight must be an int in the range "
             "[1, inf) or None. Got 2.5 instead.",
+        ),
+        (
+            dict(long_lists="slate"),
+            "The 'long_lists' parameter of load_svmlight must be a str among "
+            "{'refuse', 'sample', 'truncate'}. Got 'slate' instead.",
+        ),
+        (
+            dict(long_lists="sample"),
+            "The 'long_lists' parameter of load_svmlight is 'sample', which needs "
+            "max_list_size: without it every list is as wide as the longest query, and none "
+            "is cut.",
+        ),
+        (
+            dict(long_lists="truncate", max_list_size=None),
+            "The 'long_lists' parameter of load_svmlight is 'truncate', which needs "
+            "max_list_size: without it every list is as wide as the longest query, and none "
+            "is cut.",
+        ),
+        (
+            dict(seed=-1),
+            "The 'seed' parameter of load_svmlight must be an int in the range "
+            "[0, 4294967295]. Got -1 instead.",
+        ),
+        (
+            dict(seed=2**32, long_lists="sample", max_list_size=2),
+            "The 'seed' parameter of load_svmlight must be an int in the range "
+            "[0, 4294967295]. Got 4294967296 instead.",
+        ),
+        (
+            dict(seed=1.0),
+            "The 'seed' parameter of load_svmlight must be an int in the range "
+            "[0, 4294967295]. Got 1.0 instead.",
         ),
         (
             dict(dtype=np.int32),
@@ -928,7 +1039,7 @@ def test_load_group_file_reports_the_first_faulty_line(tmp_path):
     with pytest.raises(ValueError) as info:
         datasets.load_svmlight(path, group=group, max_list_size=2)
     assert str(info.value) == (
-        f"{path}:3: the query of {group}:1 (3 lines) has more than max_list_size=2 documents"
+        f"{path}:3: the query of {group}:1 (3 lines) has more than max_list_size=2 documents{CUT}"
     )
 
 
@@ -939,13 +1050,13 @@ def test_load_group_file_and_max_list_size(tmp_path):
     with pytest.raises(ValueError) as info:
         datasets.load_svmlight(path, group=group, max_list_size=2)
     assert str(info.value) == (
-        f"{path}:6: the query of {group}:1 (3 lines) has more than max_list_size=2 documents"
+        f"{path}:6: the query of {group}:1 (3 lines) has more than max_list_size=2 documents{CUT}"
     )
     # With query ids that agree with the group file, worded by them as without it.
     path = write(tmp_path, GOOD)
     with pytest.raises(ValueError) as info:
         datasets.load_svmlight(path, group=group, max_list_size=2)
-    assert str(info.value) == f"{path}:6: query 10 has more than max_list_size=2 documents"
+    assert str(info.value) == f"{path}:6: query 10 has more than max_list_size=2 documents{CUT}"
 
 
 @pytest.mark.parametrize("group", [3, b"rank.train.query", ["a"], True])

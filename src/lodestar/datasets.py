@@ -386,6 +386,11 @@ def _check_optional_size(value, *, name: str) -> int | None:
     return _validation.check_int_or_none(value, name=name, caller="load_svmlight", low=1)
 
 
+_LONG_LISTS = ("refuse", "truncate", "sample")
+_CUTTING_HINT = "; long_lists='truncate' or 'sample' cuts such queries of training data"
+_MAX_SEED = 2**32 - 1
+
+
 def _check_group(value) -> str | os.PathLike | None:
     if value is not None and not isinstance(value, str | os.PathLike):
         raise InvalidParameterError(
@@ -402,6 +407,8 @@ def load_svmlight(
     n_features: int | None = None,
     dtype=np.float32,
     max_list_size: int | None = None,
+    long_lists: str = "refuse",
+    seed: int = 0,
 ) -> RankingData:
     """Read a LETOR/svmlight ranking file into padded NumPy arrays.
 
@@ -456,9 +463,34 @@ def load_svmlight(
       dtype: Floating NumPy dtype of ``features`` and ``labels``. A label or
         value too large for it is refused.
       max_list_size: Width of the list axis. Default: the longest query's
-        length. Given, a query with more documents is refused (lists are
-        never truncated: that would change the ideal DCG). Give the same
-        value to the train and test files for arrays of the same width.
+        length. Given, a query with more documents is refused, or cut to
+        this many as ``long_lists`` says. Give the same value to the train
+        and test files for arrays of the same width.
+      long_lists: What to do with a query of more than ``max_list_size``
+        documents:
+
+        * ``"refuse"`` (the default): raise ValueError naming the query and
+          its first line beyond the width. Use it for evaluation data:
+          cutting a query changes its metric (NDCG's ideal DCG, recall's
+          number of relevant documents), so metrics of cut queries are not
+          the collection's.
+        * ``"truncate"``: keep its first ``max_list_size`` documents, in file
+          order. For training a re-ranker on a file whose order is a
+          first-stage ranking, so that the model sees the candidates it
+          will re-rank.
+        * ``"sample"``: keep ``max_list_size`` of its documents drawn
+          without replacement, in file order, as allRank's ``slate_length``
+          does for training. Every such subset with at least one relevant
+          document (a label above 0) is equally likely when the query has
+          one, since a list without one gives most losses nothing to learn
+          from; a query without one keeps a uniform subset. The draw is
+          NumPy's, seeded by ``seed``.
+
+        ``"truncate"`` and ``"sample"`` need ``max_list_size``. Both are for
+        training data; every line is still read and checked.
+      seed: The seed of ``long_lists="sample"``, an int in
+        ``[0, 2**32 - 1]``: the same file, ``max_list_size`` and seed keep
+        the same documents. Unused otherwise.
 
     Returns:
       A :class:`RankingData` of NumPy arrays: ``features`` of shape
@@ -479,8 +511,10 @@ def load_svmlight(
         do not add up to the file's document lines, or that disagrees with
         the lines' ``qid:``. The group file is read first.
       InvalidParameterError: ``n_features`` or ``max_list_size`` is not None
-        and not an int >= 1, ``dtype`` is not floating, or ``group`` is not
-        None, a ``str`` or an ``os.PathLike``.
+        and not an int >= 1, ``dtype`` is not floating, ``group`` is not
+        None, a ``str`` or an ``os.PathLike``, ``long_lists`` is not one of
+        its three choices (or is ``"truncate"`` or ``"sample"`` without
+        ``max_list_size``), or ``seed`` is not an int in its range.
       OSError: the file cannot be read, or its gzip data are truncated or
         corrupt; a decompression error names the file
         (``data.txt.gz: cannot read this gzip file: ...``).
@@ -527,15 +561,42 @@ def load_svmlight(
       >>> bool((grouped.features == data.features).all())
       True
 
+      One query of five documents, the fourth relevant, cut to three:
+
+      >>> text = '''0 qid:1 1:1
+      ... 0 qid:1 1:2
+      ... 0 qid:1 1:3
+      ... 1 qid:1 1:4
+      ... 0 qid:1 1:5
+      ... '''
+      >>> with tempfile.TemporaryDirectory() as tmp:
+      ...     path = os.path.join(tmp, "train.txt")
+      ...     with open(path, "w") as f:
+      ...         _ = f.write(text)
+      ...     first = datasets.load_svmlight(path, max_list_size=3, long_lists="truncate")
+      ...     drawn = datasets.load_svmlight(path, max_list_size=3, long_lists="sample", seed=0)
+      >>> first.features[0, :, 0].tolist(), first.labels[0].tolist()
+      ([1.0, 2.0, 3.0], [0.0, 0.0, 0.0])
+      >>> 1.0 in drawn.labels[0].tolist()  # a sample keeps a relevant document
+      True
+
     References:
       LightGBM's query data (the group file):
       https://lightgbm.readthedocs.io/en/latest/Parameters.html#query-data.
       XGBoost's group input format:
       https://xgboost.readthedocs.io/en/stable/tutorials/input_format.html.
+      Pobrotyn, Bartczak, Synowiec, Białobrzeski & Bojar, "Context-Aware
+      Learning to Rank with Self-Attention", SIGIR eCom 2020
+      (https://arxiv.org/abs/2005.10084): allRank, whose ``slate_length``
+      samples long training queries.
     """
     group = _check_group(group)
     n_features = _check_optional_size(n_features, name="n_features")
     max_list_size = _check_optional_size(max_list_size, name="max_list_size")
+    long_lists = _check_long_lists(long_lists, max_list_size)
+    seed = _validation.Interval(int, 0, _MAX_SEED, "both").check(
+        seed, name="seed", caller="load_svmlight"
+    )
     dtype = _check_floating_dtype(dtype)
     groups = None if group is None else _read_groups(group)
     name = os.fspath(path)
@@ -578,9 +639,10 @@ def load_svmlight(
         layout = _QueryLayout.of(scanned.qids)
     else:
         layout = _QueryLayout.of_sizes(groups.sizes, n_lines)
+    refused_size = max_list_size if long_lists == "refuse" else None
     faults = [
         (at, message)
-        for at, message in _cross_line_faults(scanned, layout, max_list_size, groups)
+        for at, message in _cross_line_faults(scanned, layout, refused_size, groups)
         if at < first_bad
     ]
     if faults:
@@ -611,16 +673,97 @@ def load_svmlight(
             "can be allocated"
         ) from error
     query, position = layout.query, layout.position
-    features[query[token_line], position[token_line], ids - 1] = values
+    # Every document line and feature is kept, without a copy, unless lists are cut.
+    kept: slice | np.ndarray = slice(None)
+    kept_tokens: slice | np.ndarray = slice(None)
+    if max_list_size is not None and long_lists != "refuse":
+        kept = _kept_lines(layout, scanned.labels, max_list_size, long_lists, seed)
+        kept_tokens = kept[token_line]
+        position = _positions_among(kept, layout)
+    token_line = token_line[kept_tokens]
+    features[query[token_line], position[token_line], ids[kept_tokens] - 1] = values[kept_tokens]
     labels = np.zeros(shape[:2], dtype=dtype)
-    labels[query, position] = scanned.labels
+    labels[query[kept], position[kept]] = scanned.labels[kept]
     where = np.zeros(shape[:2], dtype=bool)
-    where[query, position] = True
+    where[query[kept], position[kept]] = True
     if scanned.has_qids:
         qids = scanned.qids[layout.starts]
     else:
         qids = np.arange(len(layout.starts), dtype=np.int64)
     return RankingData(features, labels, where, qids)
+
+
+def _check_long_lists(value, max_list_size: int | None) -> str:
+    long_lists = _validation.check_option(
+        value, name="long_lists", options=_LONG_LISTS, caller="load_svmlight"
+    )
+    if long_lists != "refuse" and max_list_size is None:
+        raise InvalidParameterError(
+            f"The 'long_lists' parameter of load_svmlight is {long_lists!r}, which needs "
+            "max_list_size: without it every list is as wide as the longest query, and none "
+            "is cut."
+        )
+    return long_lists
+
+
+def _kept_lines(
+    layout: _QueryLayout, labels: np.ndarray, max_list_size: int, long_lists: str, seed: int
+) -> np.ndarray:
+    """Which document lines a query longer than ``max_list_size`` keeps: a bool per line.
+
+    ``"truncate"`` keeps its first ``max_list_size``. ``"sample"`` draws
+    ``max_list_size`` without replacement, uniformly among the subsets that
+    hold a relevant document (label above 0) if the query has any: the
+    number of relevant ones kept is drawn from the hypergeometric
+    distribution given that it is at least 1, then which ones, and which of
+    the rest, uniformly. That is the distribution allRank's slates reach by
+    drawing again until a relevant document is in, without its unbounded
+    loop when relevant documents are rare.
+    """
+    if long_lists == "truncate":
+        return layout.position < max_list_size
+    kept = layout.lengths[layout.query] <= max_list_size
+    rng = np.random.default_rng(seed)
+    for start, length in zip(
+        layout.starts[layout.lengths > max_list_size],
+        layout.lengths[layout.lengths > max_list_size],
+        strict=True,
+    ):
+        relevant = labels[start : start + length] > 0
+        chosen_relevant = _relevant_count(rng, int(relevant.sum()), int(length), max_list_size)
+        for group, count in (
+            (relevant, chosen_relevant),
+            (~relevant, max_list_size - chosen_relevant),
+        ):
+            kept[start + rng.choice(np.flatnonzero(group), count, replace=False)] = True
+    return kept
+
+
+def _relevant_count(rng: np.random.Generator, relevant: int, length: int, size: int) -> int:
+    """How many of ``relevant`` documents in ``length`` a uniform ``size``-subset holds.
+
+    Drawn given that it holds at least one when ``relevant`` > 0: the
+    hypergeometric probabilities of the counts from that least one up, built
+    from the ratio of each to the one before.
+    """
+    others = length - relevant
+    low, high = max(1 if relevant else 0, size - others), min(relevant, size)
+    counts = np.arange(low, high)
+    log_ratios = (
+        np.log(relevant - counts)
+        + np.log(size - counts)
+        - np.log(counts + 1)
+        - np.log(others - size + counts + 1)
+    )
+    log_weights = np.concatenate([[0.0], np.cumsum(log_ratios)])
+    weights = np.exp(log_weights - log_weights.max())
+    return low + int(rng.choice(len(weights), p=weights / weights.sum()))
+
+
+def _positions_among(kept: np.ndarray, layout: _QueryLayout) -> np.ndarray:
+    """Each kept line's position among the kept lines of its query (others: unused)."""
+    before = np.cumsum(kept) - kept  # kept lines before each line
+    return before - before[layout.starts][layout.query]
 
 
 def _check_floating_dtype(dtype) -> np.dtype:
@@ -867,7 +1010,7 @@ def _cross_line_faults(
                         over,
                         f"the query of {groups.name}:{groups.lines[query]} "
                         f"({groups.sizes[query]} lines) has more than "
-                        f"max_list_size={max_list_size} documents",
+                        f"max_list_size={max_list_size} documents{_CUTTING_HINT}",
                     )
                 )
             return faults
@@ -887,6 +1030,10 @@ def _cross_line_faults(
     if max_list_size is not None and np.any(layout.position >= max_list_size):
         over = int(np.argmax(layout.position >= max_list_size))
         faults.append(
-            (over, f"query {qids[over]} has more than max_list_size={max_list_size} documents")
+            (
+                over,
+                f"query {qids[over]} has more than max_list_size={max_list_size} "
+                f"documents{_CUTTING_HINT}",
+            )
         )
     return faults
