@@ -252,9 +252,17 @@ def local_loss(params, features, labels, where, segments):
 
 
 def summed_loss_and_grad(params, features, labels, where, segments):
-    """The loss and its gradient summed over every device's lists: call in shard_map."""
-    local = jax.value_and_grad(local_loss)(params, features, labels, where, segments)
-    return jax.lax.psum(local, "batch")
+    """The loss and its gradient summed over every device's lists: call in shard_map.
+
+    The loss is summed over devices first and then differentiated: the
+    parameters are the same on every device, so the gradient of the sum is
+    the sum of every device's gradient, and JAX adds those up itself.
+    """
+
+    def summed_loss(params):
+        return jax.lax.psum(local_loss(params, features, labels, where, segments), "batch")
+
+    return jax.value_and_grad(summed_loss)(params)
 
 
 def merged_evaluation(params, features, labels, where):
@@ -306,17 +314,13 @@ def main(argv=None) -> int:
     batch = global_arrays(pack(train, ROW_WIDTH, multiple), rows)
     held_out = global_arrays(padded_rows(test, multiple), rows)
 
-    # Data parallel: each device takes the loss and gradient of its own rows,
-    # and a psum adds them up, so every device holds the global mean's.
-    # check_vma=False: on CPU, lodestar lays packed lists out with NumPy's sort
-    # through lax.platform_dependent, whose branches JAX's varying-value check
-    # tells apart inside shard_map; nothing here crosses the map but the sums.
+    # Data parallel: each device takes the loss of its own rows, a psum adds
+    # them up, and the gradient of that sum is every device's, summed.
     summed = jax.shard_map(
         summed_loss_and_grad,
         mesh=mesh,
         in_specs=(P(), *[P("batch")] * 4),
         out_specs=P(),
-        check_vma=False,
     )
     optimizer = optax.adam(LEARNING_RATE)
     params = jax.device_put(init_params(N_FEATURES), replicated)

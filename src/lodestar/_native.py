@@ -222,8 +222,15 @@ def on_cpu(native: Callable, xla: Callable, *args):
     return lax.platform_dependent(*args, cpu=native, default=xla)
 
 
-def _result(like: jax.Array, dtype, shape=None) -> jax.ShapeDtypeStruct:
-    return jax.ShapeDtypeStruct(like.shape if shape is None else tuple(shape), jnp.dtype(dtype))
+def _result(like: jax.Array, dtype, shape=None):
+    """A kernel result's type: ``like``'s sharding and manual axes, ``dtype`` and ``shape``.
+
+    Inside a ``shard_map`` the result varies over the same mesh axes as the
+    lists it comes from, as XLA's route's does: both branches of
+    :func:`on_cpu` must have one type.
+    """
+    aval = jax.typeof(like).update(dtype=jnp.dtype(dtype), weak_type=False)
+    return aval if shape is None else aval.update(shape=tuple(shape))
 
 
 def _call(target: str, results, *args, **attributes):
