@@ -1,0 +1,112 @@
+"""The metric-to-loss transformations of lodestar.losses: approx_t12n and gumbel_t12n.
+
+Oracles: Rax 0.4.0's ``approx_t12n`` and ``gumbel_t12n`` (through the shim of
+``tests/rax_compat.py``) where the definitions coincide, the smooth functions
+themselves, and the sample mean of many Gumbel draws.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import rax_compat
+
+from lodestar import InvalidParameterError, losses, metrics, smooth
+
+SCORES = jnp.array([[0.0, 1.0, 3.0, 2.0, -1.0], [1.0, 0.5, 0.0, 2.0, 0.7]])
+LABELS = jnp.array([[0.0, 0.0, 1.0, 2.0, 1.0], [1.0, 0.0, 0.0, 1.0, 0.0]])
+WHERE = jnp.array([[True] * 5, [True, True, True, True, False]])
+
+
+def test_approx_t12n_is_raxs_on_ndcg_dcg_and_recall():
+    rax = rax_compat.import_rax()
+    cases = (
+        (metrics.ndcg, rax.ndcg_metric, {"gain": "exp2"}),
+        (metrics.dcg, rax.dcg_metric, {"gain": "exp2"}),
+        (metrics.recall, rax.recall_metric, {}),
+    )
+    for ours, theirs, options in cases:
+        for mask in (None, WHERE):
+            got = losses.approx_t12n(ours, temperature=0.5)(SCORES, LABELS, where=mask, **options)
+            want = rax.approx_t12n(theirs, temperature=0.5)(SCORES, LABELS, where=mask)
+            np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_approx_t12n_is_minus_the_smooth_measure_reduced_as_a_loss():
+    loss = losses.approx_t12n(metrics.average_precision, temperature=0.3)
+    per_list = smooth.average_precision(SCORES, LABELS, temperature=0.3, where=WHERE)
+    weights = jnp.array([2.0, 0.5])
+    np.testing.assert_allclose(loss(SCORES, LABELS, where=WHERE, reduction="none"), -per_list)
+    np.testing.assert_allclose(
+        loss(SCORES, LABELS, where=WHERE, weights=weights, reduction="sum"),
+        -jnp.sum(weights * per_list),
+    )
+    # "mean" divides by the lists with a real item, as every loss does.
+    empty = WHERE.at[1].set(False)
+    np.testing.assert_allclose(
+        loss(SCORES, LABELS, where=empty),
+        -smooth.average_precision(SCORES[0], LABELS[0], temperature=0.3) / 1,
+    )
+    # Packed lists: one value per list, and the mean over the lists.
+    segments = jnp.array([[0, 0, 1, 1, 1], [0, 0, 0, 0, 0]])
+    packed = smooth.average_precision(SCORES, LABELS, temperature=0.3, segments=segments)
+    got = loss(SCORES, LABELS, segments=segments, max_segments=2)
+    np.testing.assert_allclose(got, -jnp.sum(packed) / 3)
+
+
+@pytest.mark.parametrize(
+    "metric, options",
+    [(metrics.ndcg, {"k": 3}), (metrics.err, {"max_label": 2.0})],
+    ids=["ndcg", "err"],
+)
+def test_approx_t12n_losses_are_finite_and_differentiable_under_jit_and_vmap(metric, options):
+    loss = losses.approx_t12n(metric, temperature=0.5)
+    value, grad = jax.jit(jax.value_and_grad(lambda s: loss(s, LABELS, **options)))(SCORES)
+    assert np.isfinite(value) and np.all(np.isfinite(grad)) and np.any(grad != 0)
+    np.testing.assert_allclose(value, loss(SCORES, LABELS, **options), rtol=1e-12)
+    mapped = jax.vmap(lambda s, y: loss(s, y, **options))(SCORES, LABELS)
+    np.testing.assert_allclose(
+        mapped, loss(SCORES, LABELS, reduction="none", **options), rtol=1e-12
+    )
+
+
+def test_approx_t12n_refuses_a_measure_without_a_smooth_counterpart():
+    with pytest.raises(InvalidParameterError, match="'metric' parameter of approx_t12n"):
+        losses.approx_t12n(metrics.bpref)
+    with pytest.raises(InvalidParameterError, match="'metric' parameter of approx_t12n"):
+        losses.approx_t12n(smooth.ndcg)
+    with pytest.raises(InvalidParameterError, match="'temperature' parameter of approx_t12n"):
+        losses.approx_t12n(metrics.ndcg, temperature=0.0)
+
+
+def test_gumbel_t12n_draws_raxs_noise_and_is_deterministic_for_a_key():
+    rax = rax_compat.import_rax()
+    key = jax.random.PRNGKey(42)
+    ours = losses.gumbel_t12n(losses.approx_t12n(metrics.ndcg, temperature=0.5), samples=5)
+    theirs = rax.gumbel_t12n(rax.approx_t12n(rax.ndcg_metric, temperature=0.5), samples=5)
+    # Rax splits the key first for a function that accepts one (its approx
+    # losses take any keyword); lodestar splits only for a declared ``key``.
+    got = ours(SCORES, LABELS, gain="exp2", key=jax.random.split(key)[0])
+    np.testing.assert_allclose(got, theirs(SCORES, LABELS, key=key), atol=1e-5)
+    assert ours(SCORES, LABELS, key=key) == ours(SCORES, LABELS, key=key)
+    assert ours(SCORES, LABELS, key=key) != ours(SCORES, LABELS, key=jax.random.PRNGKey(7))
+
+
+def test_gumbel_t12n_mean_approaches_the_expected_value():
+    # With one relevant item among two, hits@1 under Gumbel noise is the
+    # probability that it scores highest: the softmax of the scores (the
+    # Gumbel-max trick), here sigma(1) = 0.731.
+    scores, labels = jnp.array([1.0, 0.0]), jnp.array([1.0, 0.0])
+    exact_hits = lambda s, y: metrics.hits(s, y, k=1)  # noqa: E731
+    estimate = losses.gumbel_t12n(exact_hits, samples=4000)(scores, labels, key=jax.random.key(0))
+    assert abs(float(estimate) - float(jax.nn.sigmoid(1.0))) < 0.02
+
+
+def test_gumbel_t12n_gradients_are_finite_under_jit_and_pass_keys_on():
+    loss = losses.gumbel_t12n(losses.listmle_loss, samples=3)
+    grad = jax.jit(jax.grad(lambda s, k: loss(s, LABELS, key=k)))(SCORES, jax.random.key(1))
+    assert np.all(np.isfinite(grad)) and np.any(grad != 0)
+    with pytest.raises(InvalidParameterError, match="'samples' parameter of gumbel_t12n"):
+        losses.gumbel_t12n(losses.softmax_loss, samples=0)
+    with pytest.raises(InvalidParameterError, match="'key' parameter of gumbel_softmax_loss"):
+        losses.gumbel_t12n(losses.softmax_loss)(SCORES, LABELS, key=3)
