@@ -110,3 +110,37 @@ def test_gumbel_t12n_gradients_are_finite_under_jit_and_pass_keys_on():
         losses.gumbel_t12n(losses.softmax_loss, samples=0)
     with pytest.raises(InvalidParameterError, match="'key' parameter of gumbel_softmax_loss"):
         losses.gumbel_t12n(losses.softmax_loss)(SCORES, LABELS, key=3)
+
+
+def test_bound_t12n_is_raxs_without_a_cutoff():
+    rax = rax_compat.import_rax()
+    for ours, theirs in ((metrics.ndcg, rax.ndcg_metric), (metrics.dcg, rax.dcg_metric)):
+        for mask in (None, WHERE):
+            got = losses.bound_t12n(ours)(SCORES, LABELS, where=mask, gain="exp2")
+            want = rax.bound_t12n(theirs)(SCORES, LABELS, where=mask)
+            np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_bound_t12n_bounds_the_exact_measure_from_below_at_ties_and_cutoffs():
+    rng = np.random.default_rng(3)
+    scores = jnp.asarray(rng.integers(0, 3, size=(64, 6)) * 0.4)  # ties in every list
+    labels = jnp.asarray(rng.integers(0, 4, size=(64, 6)), float)
+    for metric in (metrics.ndcg, metrics.dcg):
+        loss = losses.bound_t12n(metric)
+        for k in (None, 1, 3):
+            bound = -loss(scores, labels, k=k, reduction="none")
+            exact = metric(scores, labels, k=k)
+            assert np.all(bound <= exact + 1e-12)
+    # The top item's bound is its rank, 1, once it leads every other by the margin.
+    apart, top_only = jnp.array([9.0, 8.0, 3.0, 0.0]), jnp.array([1.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(-losses.bound_t12n(metrics.ndcg)(apart, top_only), 1.0)
+
+
+def test_bound_t12n_gradients_are_finite_under_jit_and_vmap():
+    loss = losses.bound_t12n(metrics.ndcg)
+    grad = jax.jit(jax.grad(lambda s: loss(s, LABELS, where=WHERE, k=2)))(SCORES)
+    assert np.all(np.isfinite(grad)) and np.any(grad != 0) and grad[1, 4] == 0
+    mapped = jax.vmap(lambda s, y: loss(s, y))(SCORES, LABELS)
+    np.testing.assert_allclose(mapped, loss(SCORES, LABELS, reduction="none"), rtol=1e-12)
+    with pytest.raises(InvalidParameterError, match="'metric' parameter of bound_t12n"):
+        losses.bound_t12n(metrics.average_precision)

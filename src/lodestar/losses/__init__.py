@@ -128,11 +128,13 @@ from lodestar.losses._pairwise import pairwise_soft_zero_one_loss as pairwise_so
 from lodestar.losses._pointwise import pointwise_mse_loss as pointwise_mse_loss
 from lodestar.losses._pointwise import pointwise_sigmoid_loss as pointwise_sigmoid_loss
 from lodestar.losses._t12n import approx_t12n as approx_t12n
+from lodestar.losses._t12n import bound_t12n as bound_t12n
 from lodestar.losses._t12n import gumbel_t12n as gumbel_t12n
 
 __all__ = [
     "approx_ndcg_loss",
     "approx_t12n",
+    "bound_t12n",
     "lambda_loss",
     "listmle_loss",
     "neural_ndcg_loss",

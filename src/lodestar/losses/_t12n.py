@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _lists, _validation, metrics, smooth
+from lodestar import _gains, _lists, _soft_ranks, _validation, metrics, smooth
 from lodestar.losses import _common
 
 
@@ -142,6 +142,147 @@ def approx_t12n(
     loss.__doc__ = (
         f"Minus :func:`lodestar.smooth.{smooth_measure.__name__}` at temperature "
         f"{temperature} by {method!r}, reduced; made by :func:`lodestar.losses.approx_t12n`."
+    )
+    return loss
+
+
+# The measures whose value falls when a rank rises, so that an upper bound of
+# every rank (and a lower bound of the cut-off) gives a lower bound of them.
+_BOUNDED = {"dcg": False, "ndcg": True}
+
+
+@_common.loss_kernel(nonnegative_labels=True, static_argnames=("cut", "gain", "normalised"))
+def _bound_dcg_kernel(s, y, valid, w, k, *, cut, gain, normalised):
+    gains = jnp.where(valid, _gains.apply_gain(gain, y) * w, 0)
+    if normalised:
+        gains = _gains.shares(gains, _gains.ideal_dcg(gains, valid, k=k))
+    # Padding has rank 0 and an infinite discount there: evaluate it at 1.
+    rank = jnp.where(valid, _soft_ranks.hinge_ranks(s, valid), 1)
+    weight = _gains.discount_at(rank, 2.0) * _soft_ranks.top_k_lower_bound(s, valid, k, cut=cut)
+    return -jnp.sum(jnp.where(valid, gains * weight, 0), axis=-1)
+
+
+def bound_t12n(metric: Callable) -> Callable[..., Array]:
+    r"""DCG or NDCG as a loss that bounds it: minus the measure at upper bounds of the ranks.
+
+    Rax's ``bound_t12n``: each rank is replaced by the upper bound
+
+    .. math::
+
+        \bar r_i = 1 + \sum_{j \ne i} \max(0,\ 1 + s_j - s_i)
+            \ \ge\ r_i,
+
+    and the top-``k`` indicator by the lower bound :math:`\min(1, s_i - t_k)`
+    (:math:`t_k` the midpoint of the ``k``-th and ``(k+1)``-th largest real
+    scores). With non-negative gains the DCG so computed is at most the exact
+    DCG at every order of tied scores, so the loss is at least minus the
+    measure, **negated** as Rax returns it: minimising the loss raises a lower
+    bound of the measure. The margin is 1 in the units of the scores, with no
+    temperature, as in Rax; the bound does not tend to the measure at any
+    scale, unlike :func:`approx_t12n`: an item's bound counts each item above
+    it as 1 plus its lead, so only the top item's bound can be its rank. A
+    pair passes gradient while the lower item is within 1 of the upper, to
+    raise the lower item in proportion to its gain's discount slope and lower
+    the upper one as much: the more relevant item of a pair gains.
+
+    The returned function is ``loss(scores, labels, *, where=None,
+    weights=None, reduction="mean", segments=None, max_segments=None,
+    max_segment_size=None, k=None, gain="linear")``, with the options and
+    reductions of :func:`approx_ndcg_loss` (``weights`` per list or per item,
+    an item's weight scaling its gain) and :mod:`lodestar.metrics`' linear
+    default gain; pass ``gain="exp2"`` for Rax's :math:`2^\ell - 1`. The
+    pairs are summed in column blocks: memory linear in the list length.
+
+    Args:
+      metric: ``metrics.dcg`` or ``metrics.ndcg``: the measures whose value a
+        rank's upper bound bounds from below. (Rax's MRR and AP bounds read
+        comparisons of bounded ranks that bound nothing.)
+
+    Returns:
+      The loss: a scalar for ``"mean"`` and ``"sum"``, the ``(...)`` per-list
+      losses for ``"none"``.
+
+    Raises:
+      InvalidParameterError: ``metric`` is not ``metrics.dcg`` or
+        ``metrics.ndcg``; when the loss is called, ``reduction`` or ``gain``
+        is unknown, ``k`` is not None and not an int >= 1.
+      ValueError: as :func:`approx_ndcg_loss`.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from lodestar import losses, metrics
+      >>> loss = losses.bound_t12n(metrics.ndcg)
+      >>> scores = jnp.array([0.0, 1.0, 3.0, 2.0])
+      >>> labels = jnp.array([0.0, 0.0, 1.0, 2.0])
+      >>> bound = -loss(scores, labels, gain="exp2")
+      >>> print(f"{bound:.4f} <= {metrics.ndcg(scores, labels, gain='exp2'):.4f}")
+      0.6885 <= 0.8597
+
+    References:
+      Joachims, "Optimizing search engines using clickthrough data", KDD 2002
+      (the hinge bound of a pairwise order).
+      https://doi.org/10.1145/775047.775067
+
+      Jagerman, Qin, Wang, Bendersky & Najork, "Rax: composable learning-to-rank
+      using JAX", SIGIR 2022. https://doi.org/10.1145/3477495.3531830
+    """
+    caller = "bound_t12n"
+    name = getattr(metric, "__name__", None)
+    if name not in _BOUNDED or getattr(metrics, name) is not metric:
+        raise _validation.InvalidParameterError(
+            f"The 'metric' parameter of {caller} must be a measure of lodestar.metrics "
+            f"whose rank bound bounds it, one of {{metrics.dcg, metrics.ndcg}}. "
+            f"Got {metric!r} instead."
+        )
+    normalised = _BOUNDED[name]
+    loss_name = f"bound_{name}_loss"
+
+    def loss(
+        scores: Num[Array, "*batch n"],
+        labels: Num[Array, "*batch n"],
+        *,
+        where: Bool[Array, "*batch n"] | None = None,
+        weights: Num[Array, "*batch"] | Num[Array, "*batch n"] | None = None,
+        reduction: str = "mean",
+        segments: Int[Array, "*batch n"] | None = None,
+        max_segments: int | None = None,
+        max_segment_size: int | None = None,
+        k: int | None = None,
+        gain: str | Callable = "linear",
+    ) -> Float[Array, ""] | Float[Array, "*batch"]:
+        k = _validation.check_k(k, caller=loss_name)
+        gain = _validation.check_gain(gain, caller=loss_name)
+        scores, labels, where, weights, item_weights, reduction = _common.prepare(
+            scores,
+            labels,
+            where,
+            weights,
+            reduction,
+            caller=loss_name,
+            nonnegative_labels=True,
+            segments=segments,
+            max_segments=max_segments,
+            max_segment_size=max_segment_size,
+            gain=gain,
+        )
+        n = scores.shape[-1]
+        return _bound_dcg_kernel(
+            scores,
+            labels,
+            where,
+            weights,
+            item_weights,
+            n if k is None else min(k, n),
+            reduction=reduction,
+            cut=k is not None,
+            gain=gain,
+            normalised=normalised,
+        )
+
+    loss.__name__ = loss.__qualname__ = loss_name
+    loss.__doc__ = (
+        f"Minus {name} at upper bounds of the ranks, reduced; made by "
+        ":func:`lodestar.losses.bound_t12n`."
     )
     return loss
 
