@@ -167,9 +167,9 @@ BLOCK_COPIES = {
     "loss_value_error": 6,
     "loss_value_error_gain": 3,
     "p_values_error": 2,
-    "value_error": 6,
+    "value_error": 7,
     "value_error_judged": 4,
-    "value_error_num_relevant": 10,
+    "value_error_num_relevant": 11,
 }
 
 

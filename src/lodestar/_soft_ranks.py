@@ -255,20 +255,27 @@ def soft_ranks(s, valid, temperature, method):
 
 
 def _top_k_threshold(s, valid, k):
-    """Whether each list is cut (``k`` below its real items), and the midpoint :math:`t_k`."""
+    """Whether each list is cut (``k`` below its real items), and the midpoint :math:`t_k`.
+
+    ``k`` is one cut-off for every list or ``(...)``, one per list (R-precision's).
+    """
     n = s.shape[-1]
     ordered = descending(s, valid)
+    k = jnp.broadcast_to(jnp.asarray(k), s.shape[:-1])
     cuts = k < count(valid)
-    kth = jnp.take(ordered, jnp.clip(k - 1, 0, n - 1), axis=-1)
-    after = jnp.take(ordered, jnp.clip(k, 0, n - 1), axis=-1)
-    return cuts, jnp.where(cuts, (kth + after) / 2, 0)
+
+    def at(position):
+        index = jnp.clip(position, 0, n - 1).astype(jnp.int32)[..., None]
+        return jnp.take_along_axis(ordered, index, axis=-1)[..., 0]
+
+    return cuts, jnp.where(cuts, (at(k - 1) + at(k)) / 2, 0)
 
 
 def top_k_weight(s, valid, temperature, k, *, cut):
     r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``.
 
-    ``k`` may be traced (one compilation serves every ``k``); ``cut`` (static)
-    is False when no ``k`` was given, which skips the sort.
+    ``k`` may be traced (one compilation serves every ``k``) and may be one per
+    list; ``cut`` (static) is False when no ``k`` was given, which skips the sort.
     """
     if not cut:
         return jnp.ones_like(s)
