@@ -433,8 +433,8 @@ def test_poly1_softmax_matches_rax_on_normalised_labels(rax):
 
 @pytest.mark.parametrize("smoothing", [None, 1e-20])
 def test_gumbel_sampling_is_a_broadcast_away_from_rax_gumbel_t12n(rax, smoothing):
-    # Decision 0032: lodestar has no Gumbel transform, because every loss takes
-    # any leading batch shape; the recipe in docs/smooth.md is Rax's transform.
+    # Decision 0032: every loss takes any leading batch shape, so the recipe in
+    # docs/smooth.md (what losses.gumbel_t12n does) is Rax's transform.
     rng = np.random.default_rng(21)
     scores = jnp.asarray(rng.normal(size=(3, 6)), F64)
     labels = jnp.asarray(rng.integers(0, 3, size=(3, 6)), F64)
