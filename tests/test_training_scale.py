@@ -241,7 +241,16 @@ def test_a_traced_option_must_be_a_real_scalar():
     )
 
 
-@pytest.mark.parametrize("name", ["ranks", *SMOOTH])
+# One function per kernel in the default tier: the soft ranks, DCG, NDCG,
+# reciprocal rank, hits, and precision for the rank sums' shared kernel; the
+# other rank sums in the slow tier.
+@pytest.mark.parametrize(
+    "name",
+    tiers.params(
+        ["ranks", *SMOOTH],
+        default=("ranks", "dcg", "ndcg", "reciprocal_rank", "hits", "precision"),
+    ),
+)
 def test_smooth_functions_take_a_traced_temperature(name):
     function = getattr(smooth, name)
     scores, labels = _lists(13)

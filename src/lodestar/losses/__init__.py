@@ -112,6 +112,17 @@ ranks carry no gradient); :func:`approx_ndcg_loss` is
 relaxes the sorting permutation itself. All three default to the exponential
 gain :math:`2^\ell - 1` of the papers that define them, unlike the linear
 default of :mod:`lodestar.metrics`.
+
+**Transformations.** :func:`approx_t12n`, :func:`bound_t12n` and
+:func:`gumbel_t12n` make losses, as Rax's functions of the same names do:
+minus a measure's smooth counterpart, minus DCG or NDCG at upper bounds of
+the ranks, and any loss averaged over Gumbel-perturbed scores. They take a
+measure or a loss and return the loss; the loss takes the arguments above.
+
+>>> from lodestar import metrics
+>>> stochastic_ndcg = losses.gumbel_t12n(losses.approx_t12n(metrics.ndcg), samples=4)
+>>> stochastic_ndcg(scores, labels, key=jax.random.key(0)).shape
+()
 """
 
 from __future__ import annotations

@@ -36,24 +36,18 @@ def _reduce_per_list(values, scores, labels, where, weights, reduction, options,
         reduction, name="reduction", options=_common.REDUCTIONS, caller=caller
     )
     list_weights, _ = _lists.check_weights(weights, values.shape, caller=caller)
-    if list_weights is not None:
-        values = values * list_weights.astype(values.dtype)
-    if reduction == "none":
-        return values
-    total = jnp.sum(values)
-    if reduction == "sum":
-        return total
-    packing = ("segments", "max_segments", "max_segment_size")
-    lists = _lists.prepare(
-        scores,
-        labels,
-        where,
-        caller=caller,
-        **{name: options[name] for name in packing if name in options},
-    )
-    real = lists.per_list(jnp.any(_lists.valid(lists.scores, lists.where), axis=-1))
-    count = jnp.sum(real)
-    return jnp.where(count > 0, total / jnp.maximum(count, 1).astype(total.dtype), 0)
+    valid = None
+    if reduction == "mean":
+        packing = ("segments", "max_segments", "max_segment_size")
+        lists = _lists.prepare(
+            scores,
+            labels,
+            where,
+            caller=caller,
+            **{name: options[name] for name in packing if name in options},
+        )
+        valid = _lists.valid(lists.scores, lists.where)
+    return _common.reduce_lists(values, valid, list_weights, reduction)
 
 
 def approx_t12n(
