@@ -177,9 +177,11 @@ LOSS_ORDER = (
     "approx_ndcg_loss",
     "neural_ndcg_loss",
 )
+# The transformations of lodestar.losses (``approx_t12n``, ``gumbel_t12n``)
+# make losses out of measures and losses; only the ``*_loss`` names are losses.
 TRAINING_LOSSES = (
     *(name for name in LOSS_ORDER if name in losses.__all__),
-    *(name for name in losses.__all__ if name not in LOSS_ORDER),
+    *(name for name in losses.__all__ if name not in LOSS_ORDER and name.endswith("_loss")),
 )
 
 

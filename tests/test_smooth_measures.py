@@ -1,8 +1,10 @@
 """Tests of the measures declared as rank sums and their smooth versions.
 
 ``lodestar._rank_sums`` declares each of DCG, precision, recall, average
-precision and ERR once, as a utility of an item's rank; ``lodestar.smooth``
-evaluates the declaration on soft ranks. Tolerances (float64, x64 on via
+precision, ERR, RBP and R-precision once, as a utility of an item's rank;
+``lodestar.smooth`` evaluates the declaration on soft ranks. Smooth hits, like
+smooth reciprocal rank, reads the first relevant item through softmax weights
+instead (tests 6). Tolerances (float64, x64 on via
 conftest):
 
 * The declarations at hard ranks (the rank engine with ties broken by index)
@@ -36,6 +38,7 @@ import tiers
 from jax.test_util import check_grads
 
 from lodestar import InvalidParameterError, _pairs, _rank_sums, _registry, metrics, smooth
+from lodestar.smooth._rank_sum_measures import CUT_AT_NORMALISER
 
 METHODS = smooth.METHODS
 NEW = ("precision", "recall", "average_precision", "err")
@@ -105,13 +108,24 @@ def _hard_value(key, scores, labels, where, k, num_relevant, options):
         valid = where
         y = jnp.where(valid, labels, 0)
         items = _rank_sums.Items(y, valid, options, num_relevant, k)
-        view = _rank_sums.HardView(scores, valid, k, y.dtype)
-        return _rank_sums.evaluate_rank_sum(_registry.MEASURES[key].rank_sum, items, view)
+        measure = _registry.MEASURES[key].rank_sum
+        cut = k
+        if key in CUT_AT_NORMALISER:  # R-precision: cut each list at its own c
+            total = measure.normaliser(items)
+            cut = (total if k is None else jnp.minimum(total, k))[..., None]
+        view = _rank_sums.HardView(scores, valid, cut, y.dtype)
+        return _rank_sums.evaluate_rank_sum(measure, items, view)
 
     return run(scores, labels, where, k, num_relevant)
 
 
-@pytest.mark.parametrize("key", DECLARED)
+# The declarations of lodestar.metrics, beside their exact formulas, in the
+# default tier; RBP's and R-precision's, which only the smooth functions read,
+# in the slow tier (the default tier's convergence test holds them to the
+# exact values too).
+@pytest.mark.parametrize(
+    "key", tiers.params(DECLARED, default=("dcg", "map", "P", "recall", "err"))
+)
 def test_declarations_at_hard_ranks_are_the_exact_measures(key):
     measure = _registry.MEASURES[key]
     rng = np.random.default_rng(len(key))
@@ -472,3 +486,71 @@ def test_rax_approx_recall_precision_and_ap_agree_given_the_same_cut_off():
     retrieved = jnp.sum(jnp.where(where, weight, 0), axis=-1)
     got = smooth.precision(scores, labels, **ours)
     np.testing.assert_allclose(got * k, want * retrieved, atol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# 6. Hits, RBP and R-precision
+# --------------------------------------------------------------------------
+
+LATER = ("hits", "rank_biased_precision", "r_precision")
+
+
+def test_hits_rbp_and_r_precision_converge_with_finite_gradients():
+    # One program for the three measures, their gradients, at every
+    # temperature (passed as s / T at T = 1, as in section 2).
+    scores, labels, where = batch(6)
+    num_relevant = jnp.sum(where & (labels != 0), axis=-1) + jnp.array([1, 0, 0, 2])
+    options = {
+        "hits": {"k": 2},
+        "rank_biased_precision": {"k": 4, "p": 0.8},
+        "r_precision": {"num_relevant": num_relevant},
+    }
+
+    @jax.jit
+    def run(s):
+        def each(s, name):
+            return call(name, s, labels, temperature=1.0, where=where, **options[name])
+
+        def total(s, name):
+            return jnp.sum(each(s, name))
+
+        return {name: (each(s, name), jax.grad(total)(s, name)) for name in LATER}
+
+    runs = [run(scores / t) for t in TEMPERATURES]
+    for name in LATER:
+        want = exact(name, scores, labels, where=where, **options[name])
+        errors = np.array([float(jnp.max(jnp.abs(r[name][0] - want))) for r in runs])
+        assert np.all(np.diff(errors[1:]) <= 1e-12) and errors[-1] < 1e-9, (name, errors)
+        assert errors[0] > 1e-2, (name, errors)  # far from exact at T = 0.5
+        for r in runs:
+            grad = np.asarray(r[name][1])
+            assert np.all(np.isfinite(grad)) and np.all(grad[~np.asarray(where)] == 0), name
+        moving = np.abs(np.asarray(runs[0][name][1])).sum(axis=-1)
+        assert np.all(moving[:3] > 1e-6) and moving[3] == 0, (name, moving)
+
+
+def test_smooth_hits_shares_first_place_among_tied_relevant_items():
+    # Three relevant items tied at the top: each is the first relevant item
+    # with weight 1/3, so hits@3 is their shared soft cut-off, near 1 once the
+    # temperature is below the gap of 1 (a soft count of relevant items above
+    # each, 1 for all three, would score them near 0 instead).
+    scores, labels = jnp.array([1.0, 1.0, 1.0, 0.0, 0.0]), jnp.array([1.0, 1.0, 1.0, 0.0, 0.0])
+    assert smooth.hits(scores, labels, k=3, temperature=0.05) > 0.9999
+    np.testing.assert_allclose(metrics.hits(scores, labels, k=3), 1.0)
+
+
+def test_hits_rbp_and_r_precision_refusals_name_the_function():
+    s, y = jnp.array([0.3, 0.2, 0.1]), jnp.array([1.0, 0.0, 2.0])
+    for name in LATER:
+        with pytest.raises(InvalidParameterError, match=f"'temperature' parameter of {name}"):
+            call(name, s, y, temperature=0.0)
+        with pytest.raises(ValueError, match="should not be used on negative labels"):
+            call(name, s, -y)
+    with pytest.raises(InvalidParameterError, match="'p' parameter of rank_biased_precision"):
+        smooth.rank_biased_precision(s, y, p=1.0)
+    with pytest.raises(ValueError, match="greater than max_label in rank_biased_precision"):
+        smooth.rank_biased_precision(s, y, max_label=1.0)
+    with pytest.raises(InvalidParameterError, match="'multiple' parameter of r_precision"):
+        smooth.r_precision(s, y, multiple=0.0)
+    with pytest.raises(ValueError, match="^r_precision got num_relevant below"):
+        smooth.r_precision(s, y, num_relevant=jnp.asarray(1))

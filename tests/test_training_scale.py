@@ -22,7 +22,8 @@ F64 = jnp.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 GiB = 2**30
 
-LOSSES = {name: getattr(losses, name) for name in losses.__all__}
+# The ``*_t12n`` transformations make losses; they are not losses themselves.
+LOSSES = {name: getattr(losses, name) for name in losses.__all__ if name.endswith("_loss")}
 # Each loss's float options that may be traced, with a valid and an invalid value.
 TRACEABLE = {
     "pairwise_logistic_loss": {"temperature": (0.5, -1.0)},
@@ -240,7 +241,16 @@ def test_a_traced_option_must_be_a_real_scalar():
     )
 
 
-@pytest.mark.parametrize("name", ["ranks", *SMOOTH])
+# One function per kernel in the default tier: the soft ranks, DCG, NDCG,
+# reciprocal rank, hits, and precision for the rank sums' shared kernel; the
+# other rank sums in the slow tier.
+@pytest.mark.parametrize(
+    "name",
+    tiers.params(
+        ["ranks", *SMOOTH],
+        default=("ranks", "dcg", "ndcg", "reciprocal_rank", "hits", "precision"),
+    ),
+)
 def test_smooth_functions_take_a_traced_temperature(name):
     function = getattr(smooth, name)
     scores, labels = _lists(13)
@@ -432,8 +442,8 @@ def test_poly1_softmax_matches_rax_on_normalised_labels(rax):
 
 @pytest.mark.parametrize("smoothing", [None, 1e-20])
 def test_gumbel_sampling_is_a_broadcast_away_from_rax_gumbel_t12n(rax, smoothing):
-    # Decision 0032: lodestar has no Gumbel transform, because every loss takes
-    # any leading batch shape; the recipe in docs/smooth.md is Rax's transform.
+    # Decision 0032: every loss takes any leading batch shape, so the recipe in
+    # docs/smooth.md (what losses.gumbel_t12n does) is Rax's transform.
     rng = np.random.default_rng(21)
     scores = jnp.asarray(rng.normal(size=(3, 6)), F64)
     labels = jnp.asarray(rng.integers(0, 3, size=(3, 6)), F64)

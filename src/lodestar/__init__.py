@@ -8,12 +8,14 @@ The public surface:
 * :mod:`lodestar.sklearn`: drop-ins for scikit-learn's ``dcg_score`` and
   ``ndcg_score``, plus ``reciprocal_rank_score``.
 * :mod:`lodestar.smooth`: differentiable soft ranks (sigmoid, NeuralSort,
-  SoftSort, permutahedron) and smooth DCG, NDCG, reciprocal rank, precision,
-  recall, average precision and ERR.
+  SoftSort, permutahedron) and smooth DCG, NDCG, reciprocal rank, hits,
+  precision, recall, average precision, ERR, rank-biased precision and
+  R-precision.
 * :mod:`lodestar.losses`: learning-to-rank losses (softmax, poly1 softmax,
   ListMLE, RankNet, pairwise hinge and soft zero-one, pointwise MSE and
   sigmoid, LambdaLoss, ApproxNDCG, NeuralNDCG), in memory linear in the list
-  length for all but NeuralNDCG.
+  length for all but NeuralNDCG, and Rax's metric-to-loss transformations
+  (``approx_t12n``, ``bound_t12n``, ``gumbel_t12n``).
 * :mod:`lodestar.streaming`: mergeable accumulators for evaluating a stream
   of batches, under ``jit``, ``lax.scan`` and ``shard_map``.
 * :mod:`lodestar.stats`: significance tests over per-query scores (paired

@@ -100,9 +100,10 @@ class Measure:
         :data:`MIN_GEO_MEAN`) or ``"sum"`` (counts).
       rank_sum_path: Its declaration as a sum over items of a utility of
         each item's rank (:class:`lodestar._rank_sums.RankSum`), likewise
-        under :mod:`lodestar.metrics`, or None if it is not one;
-        :attr:`rank_sum` imports it. :mod:`lodestar.smooth` evaluates it on
-        soft ranks.
+        under :mod:`lodestar.metrics` (or a full ``"lodestar...."`` path, for
+        a declaration only :mod:`lodestar.smooth` reads), or None if it is
+        not one; :attr:`rank_sum` imports it. :mod:`lodestar.smooth`
+        evaluates it on soft ranks.
     """
 
     key: str
@@ -161,7 +162,10 @@ class Measure:
 
 def _resolve(path: str):
     module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(f"lodestar.metrics.{module}"), name)
+    # A rank sum that only the smooth functions read is declared beside them
+    # and named from the package: "lodestar.smooth._rank_sum_measures.X".
+    package = "" if module.startswith("lodestar.") else "lodestar.metrics."
+    return getattr(importlib.import_module(f"{package}{module}"), name)
 
 
 MEASURES: Mapping[str, Measure] = {
@@ -270,6 +274,7 @@ MEASURES: Mapping[str, Measure] = {
             names=("r_precision",),
             context=("num_relevant",),
             options=(Option("multiple", 1.0, 0.6, (0.0, math.inf, "neither")),),
+            rank_sum_path="lodestar.smooth._rank_sum_measures.R_PRECISION_SUM",
         ),
         Measure(
             key="relative_P",
@@ -342,6 +347,7 @@ MEASURES: Mapping[str, Measure] = {
             names=("rank_biased_precision",),
             context=("max_label",),
             options=(Option("p", 0.9, 0.5, (0.0, 1.0, "neither")),),
+            rank_sum_path="lodestar.smooth._rank_sum_measures.RANK_BIASED_PRECISION_SUM",
         ),
         Measure(
             key="rbp_resid",

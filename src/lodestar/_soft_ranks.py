@@ -254,22 +254,66 @@ def soft_ranks(s, valid, temperature, method):
     return jnp.where(valid, jnp.clip(r, 1, m), 0)
 
 
+def _top_k_threshold(s, valid, k):
+    """Whether each list is cut (``k`` below its real items), and the midpoint :math:`t_k`.
+
+    ``k`` is one cut-off for every list or ``(...)``, one per list (R-precision's).
+    """
+    n = s.shape[-1]
+    ordered = descending(s, valid)
+    k = jnp.broadcast_to(jnp.asarray(k), s.shape[:-1])
+    cuts = k < count(valid)
+
+    def at(position):
+        index = jnp.clip(position, 0, n - 1).astype(jnp.int32)[..., None]
+        return jnp.take_along_axis(ordered, index, axis=-1)[..., 0]
+
+    return cuts, jnp.where(cuts, (at(k - 1) + at(k)) / 2, 0)
+
+
 def top_k_weight(s, valid, temperature, k, *, cut):
     r"""Soft indicator :math:`\sigma((s_i - t_k) / T)` of being in the top ``k``.
 
-    ``k`` may be traced (one compilation serves every ``k``); ``cut`` (static)
-    is False when no ``k`` was given, which skips the sort.
+    ``k`` may be traced (one compilation serves every ``k``) and may be one per
+    list; ``cut`` (static) is False when no ``k`` was given, which skips the sort.
     """
-    n = s.shape[-1]
     if not cut:
         return jnp.ones_like(s)
-    ordered = descending(s, valid)
-    cuts = k < count(valid)
-    kth = jnp.take(ordered, jnp.clip(k - 1, 0, n - 1), axis=-1)
-    after = jnp.take(ordered, jnp.clip(k, 0, n - 1), axis=-1)
-    threshold = jnp.where(cuts, (kth + after) / 2, 0)
+    cuts, threshold = _top_k_threshold(s, valid, k)
     weight = jax.nn.sigmoid((s - threshold[..., None]) / temperature)
     return jnp.where(cuts[..., None], weight, 1)
+
+
+def hinge_ranks(s, valid):
+    r"""Upper bounds of the 1-based ranks: :math:`1 + \sum_{j \ne i} \max(0, 1 + s_j - s_i)`.
+
+    Each term bounds the indicator :math:`[s_j \ge s_i]` from above, so the
+    value bounds every rank the item can take among ties; it is Rax's
+    ``bound_t12n`` rank. Not clipped to the list length: the bottom item's
+    bound exceeds it, and a clip would take its gradient away. Summed in column
+    blocks (:mod:`lodestar._pairs`): memory linear in the list length. 0 for
+    padding.
+    """
+
+    def above(rows, columns, distinct):
+        (s_i, valid_i), (s_j, valid_j) = rows, columns
+        pair = distinct & valid_i & valid_j
+        return jnp.where(pair, jax.nn.relu(1 + s_j - s_i), 0)
+
+    return jnp.where(valid, 1 + _pairs.pair_sum(above, (s, valid), over="columns"), 0)
+
+
+def top_k_lower_bound(s, valid, k, *, cut):
+    r"""A lower bound of the indicator of being in the top ``k``: :math:`\min(1, s_i - t_k)`.
+
+    With :math:`t_k` the midpoint of :func:`top_k_weight`; Rax's ``bound_t12n``
+    cut-off. Items below :math:`t_k` get a negative weight, which keeps it a
+    bound of the indicator and of any measure with non-negative gains.
+    """
+    if not cut:
+        return jnp.ones_like(s)
+    cuts, threshold = _top_k_threshold(s, valid, k)
+    return jnp.where(cuts[..., None], jnp.minimum(1, s - threshold[..., None]), 1)
 
 
 def soft_dcg(s, gains, valid, temperature, log_base, k, *, method, cut):

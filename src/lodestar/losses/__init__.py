@@ -112,6 +112,17 @@ ranks carry no gradient); :func:`approx_ndcg_loss` is
 relaxes the sorting permutation itself. All three default to the exponential
 gain :math:`2^\ell - 1` of the papers that define them, unlike the linear
 default of :mod:`lodestar.metrics`.
+
+**Transformations.** :func:`approx_t12n`, :func:`bound_t12n` and
+:func:`gumbel_t12n` make losses, as Rax's functions of the same names do:
+minus a measure's smooth counterpart, minus DCG or NDCG at upper bounds of
+the ranks, and any loss averaged over Gumbel-perturbed scores. They take a
+measure or a loss and return the loss; the loss takes the arguments above.
+
+>>> from lodestar import metrics
+>>> stochastic_ndcg = losses.gumbel_t12n(losses.approx_t12n(metrics.ndcg), samples=4)
+>>> stochastic_ndcg(scores, labels, key=jax.random.key(0)).shape
+()
 """
 
 from __future__ import annotations
@@ -127,9 +138,14 @@ from lodestar.losses._pairwise import pairwise_logistic_loss as pairwise_logisti
 from lodestar.losses._pairwise import pairwise_soft_zero_one_loss as pairwise_soft_zero_one_loss
 from lodestar.losses._pointwise import pointwise_mse_loss as pointwise_mse_loss
 from lodestar.losses._pointwise import pointwise_sigmoid_loss as pointwise_sigmoid_loss
+from lodestar.losses._t12n import approx_t12n as approx_t12n
+from lodestar.losses._t12n import bound_t12n as bound_t12n
+from lodestar.losses._t12n import gumbel_t12n as gumbel_t12n
 
 __all__ = [
     "approx_ndcg_loss",
+    "approx_t12n",
+    "bound_t12n",
     "lambda_loss",
     "listmle_loss",
     "neural_ndcg_loss",
@@ -140,4 +156,5 @@ __all__ = [
     "pointwise_sigmoid_loss",
     "poly1_softmax_loss",
     "softmax_loss",
+    "gumbel_t12n",
 ]

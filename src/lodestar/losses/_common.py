@@ -84,8 +84,12 @@ def prepare(
     )
 
 
-def _reduce(values, valid, weights, reduction):
-    """Weight the per-list ``values`` and reduce them; see the module docstring."""
+def reduce_lists(values, valid, weights, reduction):
+    """Weight the per-list ``values`` and reduce them; see the module docstring.
+
+    ``valid`` is the mask of real items, one row per list; only ``"mean"``
+    reads it, to count the lists with a real item.
+    """
     if weights is not None:
         values = values * weights.astype(values.dtype)
     if reduction == "none":
@@ -133,7 +137,7 @@ def loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = 
             valid = _lists.valid(scores, where)
             s, y, dtype = _lists.floating(scores, labels, valid)
             if scores.shape[-1] == 0:
-                return _reduce(_empty(scores, dtype), valid, weights, reduction)
+                return reduce_lists(_empty(scores, dtype), valid, weights, reduction)
             w = jnp.ones_like(s) if item_weights is None else item_weights.astype(dtype)
             w = jnp.where(valid, w, 0)
             value = per_list(s, y, valid, w, *options, **static)
@@ -147,7 +151,7 @@ def loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = 
                 gain=static.get("gain"),
                 options=[o for o in options if isinstance(o, jax.Array)],
             )
-            return _reduce(value, valid, weights, reduction)
+            return reduce_lists(value, valid, weights, reduction)
 
         kernel.__name__ = kernel.__qualname__ = per_list.__name__
         return jax.jit(kernel, static_argnames=("reduction", *static_argnames))

@@ -1,4 +1,4 @@
-r"""Smooth (differentiable) ranking metrics: soft ranks, DCG, NDCG, RR, precision, recall, AP, ERR.
+r"""Smooth (differentiable) ranking metrics: soft ranks, and the measures they make smooth.
 
 The exact metrics of :mod:`lodestar.metrics` are piecewise constant in the
 scores, so their gradient is zero. Every function here replaces the hard rank
@@ -44,11 +44,14 @@ to 1 for the top ``k`` items and to 0 for the others, so the soft DCG@k tends
 to the exact DCG@k.
 
 **Measures declared once.** :func:`precision`, :func:`recall`,
-:func:`average_precision` and :func:`err` are their exact measures'
-declarations in the registry, a utility of each item's rank summed over the
-items (``lodestar._rank_sums``), evaluated on soft ranks: the rank is the
-soft rank of ``method``, the cut-off the soft one above, and the items
-ranked above an item are weighted by :math:`\sigma((s_j - s_i) / T)`.
+:func:`average_precision`, :func:`err`, :func:`rank_biased_precision` and
+:func:`r_precision` are their exact measures' declarations in the registry, a
+utility of each item's rank summed over the items (``lodestar._rank_sums``),
+evaluated on soft ranks: the rank is the soft rank of ``method``, the cut-off
+the soft one above (R-precision's at each list's own :math:`c`), and the
+items ranked above an item are weighted by :math:`\sigma((s_j - s_i) / T)`.
+:func:`reciprocal_rank` and :func:`hits` read the first relevant item through
+a softmax over the relevant items' scores instead.
 
 **Padding.** ``where`` is a boolean mask; ``False`` marks padding, which takes
 no part: real items score and differentiate exactly as without it, padding
@@ -105,16 +108,22 @@ from lodestar.smooth._dcg import ndcg as ndcg
 from lodestar.smooth._rank_sum_measures import average_precision as average_precision
 from lodestar.smooth._rank_sum_measures import err as err
 from lodestar.smooth._rank_sum_measures import precision as precision
+from lodestar.smooth._rank_sum_measures import r_precision as r_precision
+from lodestar.smooth._rank_sum_measures import rank_biased_precision as rank_biased_precision
 from lodestar.smooth._rank_sum_measures import recall as recall
 from lodestar.smooth._ranks import ranks as ranks
+from lodestar.smooth._reciprocal_rank import hits as hits
 from lodestar.smooth._reciprocal_rank import reciprocal_rank as reciprocal_rank
 
 __all__ = [
     "average_precision",
     "dcg",
     "err",
+    "hits",
     "ndcg",
     "precision",
+    "r_precision",
+    "rank_biased_precision",
     "ranks",
     "recall",
     "reciprocal_rank",

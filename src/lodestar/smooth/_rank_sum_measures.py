@@ -1,19 +1,85 @@
-"""Smooth precision, recall, AP and ERR, from their exact measures' rank-sum declarations."""
+"""Smooth precision, recall, AP, ERR, RBP and R-precision, from their rank-sum declarations.
+
+Precision, recall, AP and ERR are declared in :mod:`lodestar.metrics`, beside
+the exact formulas they equal at hard ranks. RBP and R-precision are declared
+here: their exact functions compute them otherwise (positional weights over
+tie blocks; the expected count before a per-list cut-off), and the
+declarations serve the smooth functions. The registry names each one
+(``Measure.rank_sum_path``).
+"""
 
 from __future__ import annotations
 
 import functools
+import numbers
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int, Num
 
 from lodestar import _lists, _rank_sums, _registry, _validation
+from lodestar.metrics import _r_precision
 from lodestar.smooth import _common
 
 
+def _relevant(items: _rank_sums.Items, view: _rank_sums.RankView):
+    return items.relevant().astype(items.dtype)
+
+
+def _top_grade(items: _rank_sums.Items):
+    """``(...)`` each list's ``max_label`` (one for all or one per list), or its top label."""
+    top = items.options.get("max_label")
+    if top is None:
+        return jnp.max(items.labels, axis=-1, initial=0)  # padding's labels are 0
+    return jnp.broadcast_to(jnp.asarray(top, items.dtype), items.labels.shape[:-1])
+
+
+def _rank_biased_gain(items: _rank_sums.Items, view: _rank_sums.RankView):
+    # (1 - p) p^(r - 1) times the gain, the label over max(max_label, 1) as
+    # lodestar.metrics.rank_biased_precision (and trec_eval) rescales it.
+    p = jnp.asarray(items.options["p"], items.dtype)
+    gains = items.labels / jnp.maximum(_top_grade(items), 1)[..., None]
+    return (1 - p) * gains * p ** (view.rank - 1)
+
+
+def _above_top_grade(items: _rank_sums.Items):
+    if items.options.get("max_label") is None:
+        return jnp.zeros(items.labels.shape[:-1], bool)
+    return jnp.any(items.valid & (items.labels > _top_grade(items)[..., None]), axis=-1)
+
+
+def _r_cutoff(items: _rank_sums.Items):
+    # trec_eval's (long) (multiple R + 0.9), as lodestar.metrics.r_precision.
+    return _r_precision.rank_cutoff(items.options["multiple"], items.relevant_total())
+
+
+# RBP as a rank sum: u_i = (1 - p) p^(r_i - 1) g_i, with no normaliser.
+RANK_BIASED_PRECISION_SUM = _rank_sums.RankSum(
+    "rank_biased_precision", _rank_biased_gain, refused=_above_top_grade
+)
+# R-precision as a rank sum: u_i = [relevant i] over the cut-off c = R (or its
+# multiple), which is also where the list is cut: see CUT_AT_NORMALISER.
+R_PRECISION_SUM = _rank_sums.RankSum("r_precision", _relevant, _r_cutoff)
+
+CUT_AT_NORMALISER = frozenset({"Rprec"})
+r"""The registry keys of the rank sums cut, per list, at their normaliser.
+
+R-precision is precision at :math:`c` over :math:`c`, with :math:`c` from
+each list's relevant count: its view is cut at :math:`\min(c, k)`.
+"""
+
+
 @functools.partial(
-    jax.jit, static_argnames=("measure", "method", "cut", "static", "nonnegative_labels")
+    jax.jit,
+    static_argnames=(
+        "measure",
+        "method",
+        "cut",
+        "cut_at_normaliser",
+        "static",
+        "nonnegative_labels",
+    ),
 )
 def _rank_sum_kernel(
     scores,
@@ -28,6 +94,7 @@ def _rank_sum_kernel(
     measure,
     method,
     cut,
+    cut_at_normaliser,
     static,
     nonnegative_labels,
 ):
@@ -35,7 +102,8 @@ def _rank_sum_kernel(
 
     ``k`` is the cut-off clipped to the list length and ``cutoff`` the one
     asked for (both the length when ``cut`` is False); ``traced`` and
-    ``static`` are the measure's options.
+    ``static`` are the measure's options. ``cut_at_normaliser``: the view is
+    cut at the smaller of ``k`` and the normaliser (:data:`CUT_AT_NORMALISER`).
     """
     valid = _lists.valid(scores, where)
     s, y, dtype = _lists.floating(scores, labels, valid)
@@ -45,7 +113,10 @@ def _rank_sum_kernel(
     items = _rank_sums.Items(
         y, valid, {**dict(static), **traced}, num_relevant, cutoff if cut else None
     )
-    view = _rank_sums.SoftView(s, valid, temperature, method, k, cut=cut)
+    if cut_at_normaliser:
+        assert measure.normaliser is not None
+        k = jnp.minimum(measure.normaliser(items), k)
+    view = _rank_sums.SoftView(s, valid, temperature, method, k, cut=cut or cut_at_normaliser)
     value = _rank_sums.evaluate_rank_sum(measure, items, view)
     # What the concrete checks refuse beyond the shared ones gives NaN, with a
     # NaN gradient: a label the measure refuses, or too small a num_relevant.
@@ -130,6 +201,7 @@ def _smooth_rank_sum(
         measure=rank_sum,
         method=method,
         cut=k is not None,
+        cut_at_normaliser=key in CUT_AT_NORMALISER,
         static=(),
         nonnegative_labels=measure.nonnegative_labels,
     )
@@ -578,4 +650,237 @@ def err(
         max_segments=max_segments,
         max_segment_size=max_segment_size,
         options={"max_label": max_label},
+    )
+
+
+def rank_biased_precision(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    p: float = 0.9,
+    max_label: float | Num[Array, "*batch"] | None = None,
+    temperature: float | Float[Array, ""] = 1.0,
+    method: str = "sigmoid",
+    k: int | None = None,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Smooth rank-biased precision (Moffat & Zobel, 2008).
+
+    .. math::
+
+        \widetilde{\mathrm{RBP}}\mathrm{@k} = (1 - p) \sum_i c_i\, g_i\, p^{r_i - 1}
+
+    with :math:`r_i` the soft rank of :func:`ranks`, :math:`c_i` the soft
+    cut-off of :func:`dcg`, and the gain :math:`g_i` the label over
+    ``max(max_label, 1)``, as in :func:`lodestar.metrics.rank_biased_precision`.
+    :math:`p^{r - 1}` is smooth in the rank, so every item receives gradient,
+    the more the nearer the top; on tie-free scores the value tends to the
+    exact RBP as :math:`T \to 0`.
+
+    Args:
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` graded relevance, non-negative, at most ``max_label``.
+      p: The persistence, in (0, 1).
+      max_label: The top grade, a float or a ``(...)`` array with one per list
+        (for packed lists ``(..., max_segments)``), non-negative; None takes
+        each list's largest label.
+      temperature: :math:`T` in (0, inf), in the units of the scores.
+      method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
+        ``"permutahedron"``; see :func:`ranks`.
+      k: Only the first ``k`` positions are read, with a soft cut-off. None,
+        or a ``k`` past ``n``, reads the whole list.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+
+    Returns:
+      ``(...)`` smooth RBP of each list, in [0, 1); 0 for a list with no
+      positive label or no real item; under ``jit``, NaN for a list with a
+      value refused on concrete inputs, a label above its ``max_label`` among
+      them.
+
+    Raises:
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` is unknown;
+        ``k`` is not None and not an int >= 1; ``p`` is not a real number in
+        (0, 1); ``max_label`` is a negative or non-finite float.
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``max_label`` is
+        an array of the wrong shape or, on concrete inputs, holds a negative
+        or non-finite value; on concrete inputs, a real item holds NaN or
+        infinity, a negative label, or a label above its ``max_label``.
+
+    Example:
+      Relevant items at positions 1 and 3 with ``p=0.5``: :math:`0.5 (1 + 0.25)`.
+
+      >>> import jax
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics, smooth
+      >>> scores = jnp.array([0.9, 0.5, 0.1])
+      >>> labels = jnp.array([1, 0, 1])
+      >>> print(f"{metrics.rank_biased_precision(scores, labels, p=0.5):.4f}")
+      0.6250
+      >>> print(f"{smooth.rank_biased_precision(scores, labels, p=0.5, temperature=0.01):.4f}")
+      0.6250
+      >>> grad = jax.grad(smooth.rank_biased_precision)(scores, labels, temperature=0.5)
+      >>> bool(grad[2] > 0 > grad[1])  # raise the relevant third above the second
+      True
+
+    References:
+      Moffat & Zobel, "Rank-biased precision for measurement of retrieval
+      effectiveness", ACM TOIS 27(1), 2008. https://doi.org/10.1145/1416950.1416952
+
+      Qin, Liu & Li, "A general approximation framework for direct
+      optimization of information retrieval measures", Information Retrieval
+      13(4), 2010. https://doi.org/10.1007/s10791-009-9124-x
+    """
+    caller = "rank_biased_precision"
+    p = _validation.check_float_in_range(
+        p, name="p", caller=caller, low=0.0, high=1.0, closed="neither"
+    )
+    if isinstance(max_label, numbers.Real):
+        max_label = _validation.check_float_in_range(
+            max_label, name="max_label", caller=caller, low=0.0, high=float("inf"), closed="left"
+        )
+    elif max_label is not None:
+        max_label = _validation.check_per_list_values(
+            max_label, scores, segments, max_segments, name="max_label", caller=caller
+        )
+    value = _smooth_rank_sum(
+        "rbp",
+        scores,
+        labels,
+        caller=caller,
+        temperature=temperature,
+        method=method,
+        k=k,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        options={"p": p, "max_label": max_label},
+    )
+    # Concrete NaN scores and labels were refused above, so a NaN left in a
+    # concrete result is a label above its max_label.
+    if _validation.is_concrete(value) and bool(np.isnan(np.asarray(value)).any()):
+        raise ValueError(f"Input labels contains a value greater than max_label in {caller}.")
+    return value
+
+
+def r_precision(
+    scores: Num[Array, "*batch n"],
+    labels: Num[Array, "*batch n"],
+    *,
+    multiple: float = 1.0,
+    temperature: float | Float[Array, ""] = 1.0,
+    method: str = "sigmoid",
+    k: int | None = None,
+    num_relevant: Num[Array, "*batch"] | None = None,
+    where: Bool[Array, "*batch n"] | None = None,
+    segments: Int[Array, "*batch n"] | None = None,
+    max_segments: int | None = None,
+    max_segment_size: int | None = None,
+) -> Float[Array, "*batch"] | Float[Array, "*batch segments"]:
+    r"""Smooth R-precision: the soft share of the first :math:`c` positions that are relevant.
+
+    .. math::
+
+        \widetilde{\mathrm{Rprec}} = \frac{1}{c} \sum_{i\,:\,\ell_i \ne 0} c_i,
+        \qquad c_i = \sigma\!\left(\frac{s_i - t_{\min(c, k)}}{T}\right)
+
+    with :math:`c = \lfloor \mathrm{multiple} \cdot R + 0.9 \rfloor` for the
+    :math:`R` relevant items of the list (or ``num_relevant``), as in
+    :func:`lodestar.metrics.r_precision`, and :math:`c_i` the soft cut-off of
+    :func:`dcg` placed, per list, at the midpoint of the
+    :math:`\min(c, k)`-th and next largest real scores. :math:`c = 0` scores
+    0. R-precision reads no rank but whether an item is within the cut-off,
+    so ``method`` changes nothing. On tie-free scores it tends to the exact
+    R-precision as :math:`T \to 0`.
+
+    Args:
+      scores: ``(..., n)`` scores the ranking is made from; higher ranks first.
+      labels: ``(..., n)`` relevance judgements, non-negative; any non-zero
+        value is relevant.
+      multiple: The multiple of :math:`R` to cut at, in (0, inf).
+      temperature: :math:`T` in (0, inf), in the units of the scores.
+      method: The soft rank: ``"sigmoid"``, ``"neuralsort"``, ``"softsort"`` or
+        ``"permutahedron"``; see :func:`ranks`. R-precision does not read it.
+      k: Only the first ``k`` positions are retrieved; the denominator stays
+        :math:`c`. None, or a ``k`` past ``n``, looks at the whole list.
+      num_relevant: ``(...)`` the number of relevant items of each list,
+        retrieved or not (trec_eval's ``num_rel``), or None to count the
+        relevant real items of the list. It must be at least that count.
+      where: ``(..., n)`` boolean mask; False marks padding.
+      segments: ``(..., n)`` integer ids of the lists packed into each row;
+        the result is then ``(..., max_segments)``, one value per list. See
+        *Packed lists* in the module docstring.
+      max_segments: Lists per row (ids ``0 .. max_segments - 1``); required
+        when ``segments`` is traced, else 1 + the largest id.
+      max_segment_size: Room for the longest list; by default the longest
+        list rounded up to a power of two, or ``n`` when ``segments`` is traced.
+
+    Returns:
+      ``(...)`` smooth R-precision of each list, in [0, 1]; 0 for a list with
+      no relevant or no real item; under ``jit``, NaN for a list with a value
+      refused on concrete inputs.
+
+    Raises:
+      InvalidParameterError: ``temperature`` is not in (0, inf) or is below the
+        smallest normal number of the compute dtype; ``method`` is unknown;
+        ``k`` is not None and not an int >= 1; ``multiple`` is not a real
+        number in (0, inf).
+      ValueError: ``scores`` and ``labels`` differ in shape or are scalars;
+        ``where`` is not a boolean array of the same shape; ``num_relevant``
+        has the wrong shape; on concrete inputs, a real item holds NaN or
+        infinity, or a negative label, or ``num_relevant`` is below the list's
+        own relevant items or not a whole number.
+
+    Example:
+      Two relevant items, one of them in the first two positions:
+
+      >>> import jax
+      >>> import jax.numpy as jnp
+      >>> from lodestar import metrics, smooth
+      >>> scores = jnp.array([0.9, 0.5, 0.3, 0.1])
+      >>> labels = jnp.array([1, 0, 1, 0])
+      >>> print(f"{metrics.r_precision(scores, labels):.4f}")
+      0.5000
+      >>> print(f"{smooth.r_precision(scores, labels, temperature=0.01):.4f}")
+      0.5000
+      >>> grad = jax.grad(smooth.r_precision)(scores, labels, temperature=0.1)
+      >>> bool(grad[2] > 0 > grad[1])  # raise the relevant third above the second
+      True
+
+    References:
+      Buckley & Voorhees, "Retrieval system evaluation", in TREC: Experiment
+      and Evaluation in Information Retrieval, MIT Press, 2005.
+
+      Qin, Liu & Li, "A general approximation framework for direct
+      optimization of information retrieval measures", Information Retrieval
+      13(4), 2010. https://doi.org/10.1007/s10791-009-9124-x
+    """
+    caller = "r_precision"
+    multiple = _validation.check_positive_float(multiple, name="multiple", caller=caller)
+    return _smooth_rank_sum(
+        "Rprec",
+        scores,
+        labels,
+        caller=caller,
+        temperature=temperature,
+        method=method,
+        k=k,
+        where=where,
+        segments=segments,
+        max_segments=max_segments,
+        max_segment_size=max_segment_size,
+        num_relevant=num_relevant,
+        options={"multiple": multiple},
     )
