@@ -116,28 +116,42 @@ default of :mod:`lodestar.metrics`.
 
 from __future__ import annotations
 
+from lodestar.losses._lambdaweights import LambdaWeight as LambdaWeight
+from lodestar.losses._lambdaweights import dcg2_lambdaweight as dcg2_lambdaweight
+from lodestar.losses._lambdaweights import dcg_lambdaweight as dcg_lambdaweight
+from lodestar.losses._lambdaweights import labeldiff_lambdaweight as labeldiff_lambdaweight
 from lodestar.losses._listwise import listmle_loss as listmle_loss
 from lodestar.losses._listwise import poly1_softmax_loss as poly1_softmax_loss
 from lodestar.losses._listwise import softmax_loss as softmax_loss
+from lodestar.losses._listwise import unique_softmax_loss as unique_softmax_loss
 from lodestar.losses._ndcg import approx_ndcg_loss as approx_ndcg_loss
 from lodestar.losses._ndcg import lambda_loss as lambda_loss
 from lodestar.losses._neural_ndcg import neural_ndcg_loss as neural_ndcg_loss
 from lodestar.losses._pairwise import pairwise_hinge_loss as pairwise_hinge_loss
 from lodestar.losses._pairwise import pairwise_logistic_loss as pairwise_logistic_loss
+from lodestar.losses._pairwise import pairwise_mse_loss as pairwise_mse_loss
+from lodestar.losses._pairwise import pairwise_qr_loss as pairwise_qr_loss
 from lodestar.losses._pairwise import pairwise_soft_zero_one_loss as pairwise_soft_zero_one_loss
 from lodestar.losses._pointwise import pointwise_mse_loss as pointwise_mse_loss
 from lodestar.losses._pointwise import pointwise_sigmoid_loss as pointwise_sigmoid_loss
 
 __all__ = [
+    "LambdaWeight",
     "approx_ndcg_loss",
+    "dcg2_lambdaweight",
+    "dcg_lambdaweight",
+    "labeldiff_lambdaweight",
     "lambda_loss",
     "listmle_loss",
     "neural_ndcg_loss",
     "pairwise_hinge_loss",
     "pairwise_logistic_loss",
+    "pairwise_mse_loss",
+    "pairwise_qr_loss",
     "pairwise_soft_zero_one_loss",
     "pointwise_mse_loss",
     "pointwise_sigmoid_loss",
     "poly1_softmax_loss",
     "softmax_loss",
+    "unique_softmax_loss",
 ]
