@@ -179,7 +179,7 @@ LOSS_ORDER = (
 )
 TRAINING_LOSSES = (
     *(name for name in LOSS_ORDER if name in losses.__all__),
-    *(name for name in losses.__all__ if name not in LOSS_ORDER),
+    *(name for name in losses.__all__ if name.endswith("_loss") and name not in LOSS_ORDER),
 )
 
 

@@ -169,7 +169,8 @@ def test_the_ltr_benchmark_rows_are_every_loss_it_can_call(monkeypatch):
     import bench_ltr
 
     rows, skipped = bench_ltr.loss_rows(None)
-    assert sorted([*rows, *skipped]) == sorted(losses.__all__) and "softmax_loss" in rows
+    every_loss = [name for name in losses.__all__ if name.endswith("_loss")]
+    assert sorted([*rows, *skipped]) == sorted(every_loss) and "softmax_loss" in rows
 
     def needs_more(scores, labels, *, where=None, margin):
         return jnp.sum(scores)

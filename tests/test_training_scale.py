@@ -22,7 +22,7 @@ F64 = jnp.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 GiB = 2**30
 
-LOSSES = {name: getattr(losses, name) for name in losses.__all__}
+LOSSES = {name: getattr(losses, name) for name in losses.__all__ if name.endswith("_loss")}
 # Each loss's float options that may be traced, with a valid and an invalid value.
 TRACEABLE = {
     "pairwise_logistic_loss": {"temperature": (0.5, -1.0)},

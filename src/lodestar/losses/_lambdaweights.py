@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -48,11 +49,13 @@ class LambdaWeight:
     scales: pass it to a jitted function as an argument, or close over it.
 
     Attributes:
-      terms: The lambda weights summed, each a kind with its options.
-      scales: The factor of each term.
+      terms: The lambda weights summed, each a kind with its options (static:
+        part of the pytree's structure).
+      scales: The factor of each term (the pytree's leaves).
     """
 
-    terms: tuple[_Term, ...]
+    # Any, not the private _Term: the API reference shows this signature.
+    terms: tuple[Any, ...]
     scales: tuple[float | jax.Array, ...]
 
     def __add__(self, other):

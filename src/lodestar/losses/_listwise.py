@@ -367,7 +367,8 @@ def unique_softmax_loss(
 
     over real items: each item's softmax runs over itself and the items it
     should outrank, never over its equals, so tied labels do not compete. An
-    item of the smallest label (and every item with a gain of 0) adds nothing.
+    item of the smallest label (and every item with a gain of 0) adds nothing;
+    a per-item weight multiplies its item's term.
     Items are sorted by label once and every softmax is a prefix of that
     order: one cumulative log-sum-exp, in memory linear in the list length.
 
@@ -376,8 +377,7 @@ def unique_softmax_loss(
       labels: ``(..., n)`` non-negative relevance labels.
       where: ``(..., n)`` boolean mask; False marks padding.
       weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
-        as in Rax (see the module docstring); a per-item weight multiplies
-        its item's term.
+        as in Rax (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
       segments: ``(..., n)`` integer ids of the lists packed into each row;

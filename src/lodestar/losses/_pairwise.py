@@ -423,7 +423,8 @@ def pairwise_mse_loss(
 
     over the **ordered** pairs of distinct real items, so each unordered pair
     counts twice, and pairs of equal labels take part (they pull the two
-    scores together). It is blind to a shift of all the scores, unlike
+    scores together); a per-item weight weights the pairs ``(i, j)`` of its
+    item ``i``. It is blind to a shift of all the scores, unlike
     :func:`pointwise_mse_loss`. The sum runs over blocks of pairs, in memory
     linear in the list length.
 
@@ -432,8 +433,7 @@ def pairwise_mse_loss(
       labels: ``(..., n)`` relevance labels (any real values).
       where: ``(..., n)`` boolean mask; False marks padding.
       weights: ``(...)`` per-list weights, or ``(..., n)`` per-item weights
-        as in Rax (see the module docstring); a per-item weight weights the
-        pairs ``(i, j)`` of its item ``i``, whatever the labels.
+        as in Rax (see the module docstring).
       reduction: ``"mean"`` (over lists with a real item), ``"sum"`` or
         ``"none"``.
       segments: ``(..., n)`` integer ids of the lists packed into each row;
