@@ -683,13 +683,13 @@ def test_lambda_loss_is_the_logistic_loss_with_dcg_plus_mu_dcg2_weights():
     np.testing.assert_allclose(lambda_loss * math.log(2), combined(2.5), rtol=1e-12)
     # A traced mu keeps its derivative: the loss is linear in mu, with the
     # dcg2-weighted loss as its slope; the weights carry none.
-    np.testing.assert_allclose(
-        jax.jit(jax.grad(combined))(2.5),
-        losses.pairwise_logistic_loss(
-            scores, labels, where=where, weights=weights, lambdaweight=dcg2
-        ),
-        rtol=1e-12,
+    step = jax.jit(jax.value_and_grad(combined))
+    slope = losses.pairwise_logistic_loss(
+        scores, labels, where=where, weights=weights, lambdaweight=dcg2
     )
+    np.testing.assert_allclose(step(2.5)[1], slope, rtol=1e-12)
+    # A traced factor out of range makes the loss NaN, never a number.
+    assert np.isnan(step(-1.0)[0])
 
 
 def test_lambdaweights_keep_padding_out_and_refuse_what_they_cannot_weigh():
