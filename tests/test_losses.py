@@ -250,7 +250,9 @@ def test_finite_values_and_gradients(loss, case):
     if case == "one_item":  # one item: perfectly ranked, nothing to learn
         assert float(value) == (-1.0 if ndcg_based else 0.0)
         np.testing.assert_array_equal(grad, 0)
-    if case == "zero_labels" and loss is not losses.listmle_loss:
+    # Zero labels leave nothing to order, except for ListMLE, and the pairwise
+    # MSE, which still regresses the score differences on label differences of 0.
+    if case == "zero_labels" and loss not in (losses.listmle_loss, losses.pairwise_mse_loss):
         assert float(value) == 0
         np.testing.assert_array_equal(grad, 0)
 
@@ -605,6 +607,20 @@ def test_pairwise_mse_qr_and_unique_softmax_match_rax(rax):
             rtol=1e-10,
             atol=1e-12,
         )
+
+
+def test_unique_softmax_prefix_log_sum_exp_is_exact_over_blocks_of_blocks():
+    from lodestar.losses._listwise import _PREFIX_BLOCK, _prefix_logsumexp
+
+    # Past _PREFIX_BLOCK ** 2 items the blocks' totals are blocked in turn;
+    # scores 1e6 apart would underflow a shifted cumulative sum.
+    n = _PREFIX_BLOCK**2 + 3
+    x = np.random.default_rng(29).normal(size=(2, n)) * np.array([[1.0], [1e6]])
+    np.testing.assert_allclose(
+        jax.jit(_prefix_logsumexp)(jnp.asarray(x, F64)),
+        np.logaddexp.accumulate(x, axis=-1),
+        rtol=1e-12,
+    )
 
 
 def _lambdaweight_cases(rax):
