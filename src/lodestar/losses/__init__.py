@@ -29,10 +29,11 @@ single list) are **per-list**: each list's loss is multiplied by its weight
 before the reduction. ``weights`` of the scores' shape ``(..., n)`` are
 **per-item**, as in Rax: a pointwise loss weights each item's term, the
 softmax losses weight each item's label in the target distribution, ListMLE
-each position's term by the weight of the item placed there, a pairwise loss
-(LambdaLoss included) each pair ``y_i > y_j`` by the weight of the more
-relevant item ``i``, and ApproxNDCG and NeuralNDCG each item's gain (and the
-ideal DCG is that of the weighted gains). With packed lists, per-list weights
+each position's term by the weight of the item placed there, Uni-Rank each
+item's term, a pairwise loss (LambdaLoss included) each pair ``y_i > y_j``
+(every ordered pair for the pairwise MSE) by the weight of item ``i``, and
+ApproxNDCG and NeuralNDCG each item's gain (and the ideal DCG is that of the
+weighted gains). With packed lists, per-list weights
 have shape ``(..., max_segments)``; when that equals ``(..., n)`` the weights
 are per item. Weights must be finite and non-negative (checked on concrete
 arrays).
@@ -85,8 +86,18 @@ every other list keeps its value and gradient. See decision 0003.
 >>> print(jnp.round(per_list(scores, bad), 4))
 [   nan 2.0743]
 
-**Hyperparameters under jit.** ``temperature``, ``mu``, ``margin`` and
-``epsilon`` may be traced, so that one compiled step anneals them. Concrete
+**Lambda weights.** The pairwise losses take ``lambdaweight=``, a weight of
+each pair computed from the current ranks, gains or labels
+(:func:`dcg_lambdaweight`, :func:`dcg2_lambdaweight`,
+:func:`labeldiff_lambdaweight`), as Rax's ``lambdaweight_fn=``. Weights add
+and scale (``dcg + mu * dcg2`` is LambdaLoss's NDCG-Loss2++), carry no
+gradient with respect to the scores, and are computed per item and combined
+inside the blocks of pairs, so a weighted loss keeps the unweighted one's
+memory (decision 0043).
+
+**Hyperparameters under jit.** ``temperature``, ``mu``, ``margin``,
+``epsilon`` and the factors of a :class:`LambdaWeight` may be traced, so that
+one compiled step anneals them. Concrete
 values are checked eagerly; a traced value outside its range makes the loss
 NaN (with a NaN gradient), never a plausible number.
 
