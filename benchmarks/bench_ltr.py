@@ -59,10 +59,13 @@ Usage
     python benchmarks/bench_ltr.py --only softmax_loss,lambda_loss --seeds 5 --max-steps 500
     python benchmarks/bench_ltr.py --no-lightgbm
 
-The rows are the names in ``lodestar.losses.__all__``, so a new loss joins the
-benchmark without changes here. A loss that needs a keyword this script cannot
-supply is listed as skipped; a loss that raises or gives a non-finite value,
-or LightGBM raising, fails the run (exit status 1) after the table is printed.
+The rows are the losses in ``lodestar.losses.__all__``, so a new loss joins the
+benchmark without changes here, and the pairwise losses with lambda weights
+(``LAMBDAWEIGHT_ROWS``: ``pairwise_logistic_loss+dcg`` is
+``pairwise_logistic_loss(..., lambdaweight=dcg_lambdaweight(normalize=True))``).
+A loss that needs a keyword this script cannot supply is listed as skipped; a
+loss that raises or gives a non-finite value, or LightGBM raising, fails the
+run (exit status 1) after the table is printed.
 """
 
 from __future__ import annotations
@@ -215,11 +218,34 @@ def held_out_metrics(scores, data) -> dict:
 # --------------------------------------------------------------------------- #
 
 
+# The lambda weights on the pairwise losses, as Rax users combine them: rows
+# beside the plain losses, named by the call they make.
+LAMBDAWEIGHT_ROWS = {
+    "pairwise_logistic_loss+labeldiff": ("pairwise_logistic_loss", losses.labeldiff_lambdaweight()),
+    "pairwise_logistic_loss+dcg": (
+        "pairwise_logistic_loss",
+        losses.dcg_lambdaweight(normalize=True),
+    ),
+    "pairwise_logistic_loss+dcg2": (
+        "pairwise_logistic_loss",
+        losses.dcg2_lambdaweight(normalize=True),
+    ),
+    "pairwise_mse_loss+dcg": ("pairwise_mse_loss", losses.dcg_lambdaweight(normalize=True)),
+    "pairwise_qr_loss+dcg": ("pairwise_qr_loss", losses.dcg_lambdaweight(normalize=True)),
+}
+
+
+def every_row() -> list[str]:
+    """The names ``--only`` takes: every loss of ``lodestar.losses``, then the weighted rows."""
+    return [name for name in losses.__all__ if name.endswith("_loss")] + list(LAMBDAWEIGHT_ROWS)
+
+
 def loss_rows(only=None) -> tuple[dict, dict]:
-    """``({name: loss}, {name: why skipped})`` for every name of ``lodestar.losses.__all__``."""
+    """``({name: loss}, {name: why skipped})``: every loss of ``lodestar.losses``, and
+    :data:`LAMBDAWEIGHT_ROWS`."""
     rows, skipped = {}, {}
     for name in losses.__all__:
-        if only and name not in only:
+        if not name.endswith("_loss") or (only and name not in only):
             continue
         loss = getattr(losses, name)
         needed = [
@@ -231,6 +257,9 @@ def loss_rows(only=None) -> tuple[dict, dict]:
             skipped[name] = f"needs {', '.join(needed)}, which this benchmark does not supply"
         else:
             rows[name] = loss
+    for name, (loss_name, lambdaweight) in LAMBDAWEIGHT_ROWS.items():
+        if (not only or name in only) and hasattr(losses, loss_name):
+            rows[name] = functools.partial(getattr(losses, loss_name), lambdaweight=lambdaweight)
     return rows, skipped
 
 
@@ -521,9 +550,9 @@ def main(argv=None) -> int:
     only = None
     if args.only:
         only = {name.strip() for name in args.only.split(",") if name.strip()}
-        unknown = only - set(losses.__all__)
+        unknown = only - set(every_row())
         if unknown:
-            parser.error(f"unknown losses {sorted(unknown)}; choose among {losses.__all__}")
+            parser.error(f"unknown losses {sorted(unknown)}; choose among {every_row()}")
 
     wall = time.perf_counter()
     folder = args.data if args.data is not None else EXCERPT

@@ -121,6 +121,14 @@ ARGS = {
         "each list is then one list of the reduction (see *Packed lists* in the\n"
         "module docstring).\n" + _SEGMENT_LIMITS
     ),
+    # The pairwise losses that weight their pairs.
+    "lambdaweight": (
+        "lambdaweight: None, or a :class:`LambdaWeight` that weights each pair\n"
+        "(:func:`dcg_lambdaweight`, :func:`dcg2_lambdaweight`,\n"
+        ":func:`labeldiff_lambdaweight`, or a sum of them); one of those\n"
+        "functions itself means it with its defaults. Its weights carry no\n"
+        "gradient with respect to the scores."
+    ),
 }
 
 # The losses' value under jit and their refusals of bad shapes and values.
@@ -168,6 +176,12 @@ BLOCKS = {
         "ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or\n"
         "  ``weights``; on concrete inputs, NaN or infinity in a real item, or a\n"
         "  negative or non-finite weight."
+    ),
+    "loss_value_error_lambdaweight": (
+        "ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or\n"
+        "  ``weights``; on concrete inputs, NaN or infinity in a real item, a\n"
+        "  negative or non-finite weight, or, with a lambda weight that takes\n"
+        "  gains, a negative label or exp2 gains that overflow the dtype."
     ),
     "loss_value_error_gain": (
         "ValueError: bad shapes or dtypes of ``scores``, ``labels``, ``where`` or\n"

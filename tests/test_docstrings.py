@@ -37,7 +37,8 @@ def documented_arguments(docstring):
 def test_every_parameter_is_documented(module, name, function):
     docstring = inspect.getdoc(function)
     parameters = set(inspect.signature(function).parameters)
-    missing = parameters - documented_arguments(docstring)
+    # A function of no parameters (labeldiff_lambdaweight) has no Args section.
+    missing = parameters - (documented_arguments(docstring) if parameters else set())
     assert not missing, f"{module}.{name} does not document {sorted(missing)}"
 
 
@@ -72,6 +73,10 @@ UNSHAPED = {
     "lodestar.streaming.mean",
     "lodestar.datasets.load_svmlight",
     "lodestar.datasets.synthetic_ltr",
+    # Factories of lambda weights: options only, no arrays.
+    "lodestar.losses.dcg_lambdaweight",
+    "lodestar.losses.dcg2_lambdaweight",
+    "lodestar.losses.labeldiff_lambdaweight",
 }
 
 
@@ -162,10 +167,11 @@ BLOCK_COPIES = {
     "expected_count": 2,
     "invalid_k": 18,
     "invalid_k_gain": 4,
-    "loss_nan_under_jit": 11,  # 8 of them inside loss_returns
-    "loss_returns": 8,
-    "loss_value_error": 6,
-    "loss_value_error_gain": 3,
+    "loss_nan_under_jit": 14,  # 10 of them inside loss_returns
+    "loss_returns": 10,
+    "loss_value_error": 3,
+    "loss_value_error_gain": 4,
+    "loss_value_error_lambdaweight": 5,
     "p_values_error": 2,
     "value_error": 7,
     "value_error_judged": 4,

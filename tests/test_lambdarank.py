@@ -169,17 +169,22 @@ def test_the_ltr_benchmark_rows_are_every_loss_it_can_call(monkeypatch):
     import bench_ltr
 
     rows, skipped = bench_ltr.loss_rows(None)
-    assert sorted([*rows, *skipped]) == sorted(losses.__all__) and "softmax_loss" in rows
+    every_loss = [name for name in losses.__all__ if name.endswith("_loss")]
+    assert sorted([*rows, *skipped]) == sorted([*every_loss, *bench_ltr.LAMBDAWEIGHT_ROWS])
+    assert bench_ltr.every_row() == [*every_loss, *bench_ltr.LAMBDAWEIGHT_ROWS]
+    assert "softmax_loss" in rows and "pairwise_logistic_loss+dcg" in rows
 
     def needs_more(scores, labels, *, where=None, margin):
         return jnp.sum(scores)
 
+    # A name that is not a loss (a lambda weight) is no row.
     fake = types.SimpleNamespace(
-        __all__=["softmax_loss", "needs_more"],
+        __all__=["softmax_loss", "needs_more_loss", "dcg_lambdaweight"],
         softmax_loss=losses.softmax_loss,
-        needs_more=needs_more,
+        needs_more_loss=needs_more,
+        dcg_lambdaweight=losses.dcg_lambdaweight,
     )
     monkeypatch.setattr(bench_ltr, "losses", fake)
     rows, skipped = bench_ltr.loss_rows(None)
     assert list(rows) == ["softmax_loss"]
-    assert skipped == {"needs_more": "needs margin, which this benchmark does not supply"}
+    assert skipped == {"needs_more_loss": "needs margin, which this benchmark does not supply"}

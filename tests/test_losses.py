@@ -40,6 +40,9 @@ LOSSES = {
     "pointwise_sigmoid_loss": losses.pointwise_sigmoid_loss,
     "pairwise_hinge_loss": losses.pairwise_hinge_loss,
     "pairwise_soft_zero_one_loss": losses.pairwise_soft_zero_one_loss,
+    "pairwise_mse_loss": losses.pairwise_mse_loss,
+    "pairwise_qr_loss": losses.pairwise_qr_loss,
+    "unique_softmax_loss": losses.unique_softmax_loss,
 }
 NAMES = list(LOSSES)
 # Pointwise losses score each item against its label, not the list's order.
@@ -247,7 +250,9 @@ def test_finite_values_and_gradients(loss, case):
     if case == "one_item":  # one item: perfectly ranked, nothing to learn
         assert float(value) == (-1.0 if ndcg_based else 0.0)
         np.testing.assert_array_equal(grad, 0)
-    if case == "zero_labels" and loss is not losses.listmle_loss:
+    # Zero labels leave nothing to order, except for ListMLE, and the pairwise
+    # MSE, which still regresses the score differences on label differences of 0.
+    if case == "zero_labels" and loss not in (losses.listmle_loss, losses.pairwise_mse_loss):
         assert float(value) == 0
         np.testing.assert_array_equal(grad, 0)
 
@@ -570,6 +575,159 @@ def test_approx_ndcg_matches_rax(rax, temperature):
     np.testing.assert_allclose(ours, theirs, **TIGHT)
 
 
+def _tied_batch(seed):
+    """Tie-free scores, labels 0-3 with ties, a padded middle row, per-item weights."""
+    rng = np.random.default_rng(seed)
+    scores = jnp.asarray(rng.normal(size=(3, 6)), F64)
+    labels = jnp.asarray(rng.integers(0, 4, size=(3, 6)), F64)
+    weights = jnp.asarray(rng.uniform(0.5, 2.0, size=(3, 6)), F64)
+    return scores, labels, _rax_batch(0)[2], weights
+
+
+def _rax_per_list(function, scores, labels, where, weights=None, **options):
+    def one(b):
+        if weights is not None:
+            options["weights"] = weights[b]
+        return function(scores[b], labels[b], where=where[b], reduce_fn=jnp.sum, **options)
+
+    return jnp.stack([one(b) for b in range(scores.shape[0])])
+
+
+def test_pairwise_mse_qr_and_unique_softmax_match_rax(rax):
+    scores, labels, where, weights = _tied_batch(25)
+    cases = [
+        (losses.pairwise_mse_loss, rax.pairwise_mse_loss, {}),
+        (losses.pairwise_qr_loss, rax.pairwise_qr_loss, {"tau": 0.3, "squared": True}),
+        (losses.unique_softmax_loss, rax.unique_softmax_loss, {}),
+    ]
+    for ours, theirs, options in cases:
+        np.testing.assert_allclose(
+            ours(scores, labels, where=where, weights=weights, reduction="none", **options),
+            _rax_per_list(theirs, scores, labels, where, weights=weights, **options),
+            rtol=1e-10,
+            atol=1e-12,
+        )
+
+
+def test_unique_softmax_prefix_log_sum_exp_is_exact_over_blocks_of_blocks():
+    from lodestar.losses._listwise import _PREFIX_BLOCK, _prefix_logsumexp
+
+    # Past _PREFIX_BLOCK ** 2 items the blocks' totals are blocked in turn;
+    # scores 1e6 apart would underflow a shifted cumulative sum.
+    n = _PREFIX_BLOCK**2 + 3
+    x = np.random.default_rng(29).normal(size=(2, n)) * np.array([[1.0], [1e6]])
+    np.testing.assert_allclose(
+        jax.jit(_prefix_logsumexp)(jnp.asarray(x, F64)),
+        np.logaddexp.accumulate(x, axis=-1),
+        rtol=1e-12,
+    )
+
+
+def _lambdaweight_cases(rax):
+    return {
+        "labeldiff": (losses.labeldiff_lambdaweight(), rax.labeldiff_lambdaweight, 1),
+        "dcg": (losses.dcg_lambdaweight, rax.dcg_lambdaweight, 6),
+        "dcg_normalized_top3": (
+            losses.dcg_lambdaweight(normalize=True, topn=3),
+            functools.partial(rax.dcg_lambdaweight, normalize=True, topn=3),
+            6,
+        ),
+        "dcg2": (losses.dcg2_lambdaweight(gain="linear"), rax.dcg2_lambdaweight, 6),
+        "dcg2_normalized_top3": (
+            losses.dcg2_lambdaweight(normalize=True, topn=3),
+            functools.partial(rax.dcg2_lambdaweight, normalize=True, topn=3),
+            6,
+        ),
+    }
+
+
+# Each pairwise loss with two kinds of weight, each kind with three losses:
+# the weighting is shared code, so a full grid would compile 25 programs to
+# check the same lines. The default tier takes the first three.
+LAMBDAWEIGHT_CASES = [
+    ("pairwise_logistic_loss", "labeldiff"),
+    ("pairwise_logistic_loss", "dcg_normalized_top3"),
+    ("pairwise_qr_loss", "dcg2_normalized_top3"),
+    ("pairwise_hinge_loss", "dcg"),
+    ("pairwise_hinge_loss", "dcg2_normalized_top3"),
+    ("pairwise_soft_zero_one_loss", "dcg2"),
+    ("pairwise_soft_zero_one_loss", "labeldiff"),
+    ("pairwise_mse_loss", "dcg_normalized_top3"),
+    ("pairwise_mse_loss", "dcg2"),
+    ("pairwise_qr_loss", "dcg"),
+]
+LAMBDAWEIGHT_DEFAULT = LAMBDAWEIGHT_CASES[:3]
+
+
+@pytest.mark.parametrize(
+    "name, weight",
+    [
+        case if case in LAMBDAWEIGHT_DEFAULT else pytest.param(*case, marks=pytest.mark.slow)
+        for case in LAMBDAWEIGHT_CASES
+    ],
+)
+def test_lambdaweights_match_rax(rax, name, weight):
+    """Rax multiplies its dcg and dcg2 weights by the list size n (padding included)."""
+    scores, labels, where, _ = _tied_batch(26)
+    ours, theirs, rax_factor = _lambdaweight_cases(rax)[weight]
+    if weight == "dcg2":
+        # Rax's default gain is 2**y - 1; lodestar's gain="linear" against Rax's gain_fn.
+        theirs = functools.partial(theirs, gain_fn=lambda y: y)
+    np.testing.assert_allclose(
+        LOSSES[name](scores, labels, where=where, reduction="none", lambdaweight=ours) * rax_factor,
+        _rax_per_list(getattr(rax, name), scores, labels, where, lambdaweight_fn=theirs),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+def test_lambda_loss_is_the_logistic_loss_with_dcg_plus_mu_dcg2_weights():
+    scores, labels, where, weights = _tied_batch(27)
+    dcg = losses.dcg_lambdaweight(normalize=True)
+    dcg2 = losses.dcg2_lambdaweight(normalize=True)
+
+    def combined(mu):
+        return losses.pairwise_logistic_loss(
+            scores, labels, where=where, weights=weights, lambdaweight=dcg + mu * dcg2
+        )
+
+    lambda_loss = losses.lambda_loss(scores, labels, where=where, weights=weights, mu=2.5)
+    # lambda_loss's pair terms are in bits.
+    np.testing.assert_allclose(lambda_loss * math.log(2), combined(2.5), rtol=1e-12)
+    # A traced mu keeps its derivative: the loss is linear in mu, with the
+    # dcg2-weighted loss as its slope; the weights carry none.
+    step = jax.jit(jax.value_and_grad(combined))
+    slope = losses.pairwise_logistic_loss(
+        scores, labels, where=where, weights=weights, lambdaweight=dcg2
+    )
+    np.testing.assert_allclose(step(2.5)[1], slope, rtol=1e-12)
+    # A traced factor out of range makes the loss NaN, never a number.
+    assert np.isnan(step(-1.0)[0])
+
+
+def test_lambdaweights_keep_padding_out_and_refuse_what_they_cannot_weigh():
+    scores, labels = _graded(28, shape=(1, 4))
+    padded = jnp.pad(scores, ((0, 0), (0, 3)), constant_values=9.0)
+    padded_labels = jnp.pad(labels, ((0, 0), (0, 3)), constant_values=3.0)
+    where = (jnp.arange(7) < 4)[None]
+    weight = losses.dcg_lambdaweight(topn=2) + 0.5 * losses.dcg2_lambdaweight()
+    loss = losses.pairwise_logistic_loss
+    np.testing.assert_allclose(
+        loss(padded, padded_labels, where=where, lambdaweight=weight),
+        loss(scores, labels, lambdaweight=weight),
+        rtol=1e-12,
+    )
+    with pytest.raises(InvalidParameterError, match="must use one gain"):
+        losses.dcg_lambdaweight() + losses.dcg2_lambdaweight(gain="linear")
+    with pytest.raises(InvalidParameterError, match="'factor' parameter of LambdaWeight"):
+        -1.0 * losses.dcg2_lambdaweight()
+    # Gains need non-negative labels; the label difference takes any.
+    negative = labels.at[0, 0].set(-1.0)
+    with pytest.raises(ValueError, match="negative"):
+        loss(scores, negative, lambdaweight=losses.dcg_lambdaweight)
+    assert np.isfinite(loss(scores, negative, lambdaweight=losses.labeldiff_lambdaweight))
+
+
 # --------------------------------------------------------------------------
 # Refused values under jit, gain overflow, tiny temperatures
 # --------------------------------------------------------------------------
@@ -587,6 +745,8 @@ NEGATIVE_LABELS_ACCEPTED = {
     "pairwise_logistic_loss",
     "pairwise_hinge_loss",
     "pairwise_soft_zero_one_loss",
+    "pairwise_mse_loss",
+    "pairwise_qr_loss",
     "pointwise_mse_loss",
     "pointwise_sigmoid_loss",
 }

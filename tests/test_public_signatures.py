@@ -29,6 +29,8 @@ for _module in (smooth, losses):
             f"{_module.__name__.rsplit('.', 1)[-1]}.{name}": getattr(_module, name)
             for name in _module.__all__
             if name not in TRANSFORMATIONS
+            # Classes (losses.LambdaWeight) are made by the functions listed.
+            if inspect.isfunction(getattr(_module, name))
         }
     )
 
@@ -64,9 +66,11 @@ SHARED = sorted(
 
 def test_the_functions_and_their_shared_parameters_are_found():
     measures = {measure.function for measure in _registry.MEASURES.values()}
+    classes = [name for name in losses.__all__ if inspect.isclass(getattr(losses, name))]
+    assert classes == ["LambdaWeight"]
     assert len(FUNCTIONS) == len(measures) + len(smooth.__all__) + len(losses.__all__) - len(
         TRANSFORMATIONS
-    )
+    ) - len(classes)
     assert {"scores", "where", "segments", "max_segments", "max_segment_size", "k"} <= set(SHARED)
 
 
@@ -101,6 +105,7 @@ REFUSED = {
     "ignore_ties": ("yes", "'ignore_ties' parameter"),
     "judged": (SHORT_MASK, "expects `judged` of the same shape as scores"),
     "k": (0, "'k' parameter"),
+    "lambdaweight": ("dcg", "'lambdaweight' parameter"),
     "key": ("not a key", "'key' parameter"),
     "log_base": (-1.0, "'log_base' parameter"),
     "margin": (-1.0, "'margin' parameter"),
@@ -110,6 +115,7 @@ REFUSED = {
     "method": ("bogus", "'method' parameter"),
     "mu": (-1.0, "'mu' parameter"),
     "multiple": (-1.0, "'multiple' parameter"),
+    "normalize": ("yes", "'normalize' parameter"),
     "num_documents": (-1, "'num_documents' parameter"),
     "num_judged_nonrelevant": (TWO_COUNTS, "expects num_judged_nonrelevant of shape"),
     "num_relevant": (TWO_COUNTS, "expects num_relevant of shape"),
@@ -119,7 +125,10 @@ REFUSED = {
     "reduction": ("median", "'reduction' parameter"),
     "segments": (SCORES, "expects integer segment ids"),
     "sinkhorn_iterations": (-1, "'sinkhorn_iterations' parameter"),
+    "squared": ("yes", "'squared' parameter"),
+    "tau": (0.0, "'tau' parameter"),
     "temperature": (-1.0, "'temperature' parameter"),
+    "topn": (0, "'topn' parameter"),
     "weights": (jnp.ones((3,)), "expects per-list weights of shape"),
     "where": (SHORT_MASK, "expects `where` of the same shape as scores"),
 }
@@ -152,7 +161,10 @@ def test_every_parameter_reaches_a_check_that_names_it_and_the_function(name, pa
     if parameter in ("max_segments", "max_segment_size"):
         options["segments"] = jnp.zeros(SCORES.shape, int)
     options[parameter] = value
-    arrays = (SCORES, LABELS) if "labels" in parameters else (SCORES,)
+    # The lambda-weight functions take options only.
+    arrays = (
+        (SCORES, LABELS) if "labels" in parameters else (SCORES,) if "scores" in parameters else ()
+    )
     with pytest.raises(ValueError) as refusal:
         function(*arrays, **options)
     said = str(refusal.value)

@@ -66,6 +66,29 @@ def test_every_loss_at_32_by_10000_fits_in_2_gib(name):
     assert compiled.memory_analysis().temp_size_in_bytes < 2 * GiB
 
 
+# Every kind of weight: dcg is in the sum.
+LAMBDAWEIGHTS = {
+    "labeldiff": losses.labeldiff_lambdaweight(),
+    "dcg2": losses.dcg2_lambdaweight(normalize=True, topn=10),
+    "dcg_plus_mu_dcg2": losses.dcg_lambdaweight(normalize=True, topn=10)
+    + 10.0 * losses.dcg2_lambdaweight(normalize=True),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("weight", list(LAMBDAWEIGHTS))
+def test_every_lambda_weight_at_32_by_10000_fits_in_2_gib(weight):
+    # The weights are per-item values combined inside the pair blocks, so a
+    # weighted pairwise loss keeps the unweighted one's memory (decision 0044).
+    shape = jax.ShapeDtypeStruct((32, 10_000), jnp.float32)
+
+    def loss(scores, labels):
+        return losses.pairwise_logistic_loss(scores, labels, lambdaweight=LAMBDAWEIGHTS[weight])
+
+    compiled = jax.jit(jax.value_and_grad(loss)).lower(shape, shape).compile()
+    assert compiled.memory_analysis().temp_size_in_bytes < 2 * GiB
+
+
 @pytest.mark.slow
 def test_neural_ndcg_sinkhorn_steps_keep_vectors_not_matrices():
     shape = jax.ShapeDtypeStruct((16, 1_000), jnp.float32)

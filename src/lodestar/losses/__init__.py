@@ -29,10 +29,11 @@ single list) are **per-list**: each list's loss is multiplied by its weight
 before the reduction. ``weights`` of the scores' shape ``(..., n)`` are
 **per-item**, as in Rax: a pointwise loss weights each item's term, the
 softmax losses weight each item's label in the target distribution, ListMLE
-each position's term by the weight of the item placed there, a pairwise loss
-(LambdaLoss included) each pair ``y_i > y_j`` by the weight of the more
-relevant item ``i``, and ApproxNDCG and NeuralNDCG each item's gain (and the
-ideal DCG is that of the weighted gains). With packed lists, per-list weights
+each position's term by the weight of the item placed there, Uni-Rank each
+item's term, a pairwise loss (LambdaLoss included) each pair ``y_i > y_j``
+(every ordered pair for the pairwise MSE) by the weight of item ``i``, and
+ApproxNDCG and NeuralNDCG each item's gain (and the ideal DCG is that of the
+weighted gains). With packed lists, per-list weights
 have shape ``(..., max_segments)``; when that equals ``(..., n)`` the weights
 are per item. Weights must be finite and non-negative (checked on concrete
 arrays).
@@ -85,8 +86,18 @@ every other list keeps its value and gradient. See decision 0003.
 >>> print(jnp.round(per_list(scores, bad), 4))
 [   nan 2.0743]
 
-**Hyperparameters under jit.** ``temperature``, ``mu``, ``margin`` and
-``epsilon`` may be traced, so that one compiled step anneals them. Concrete
+**Lambda weights.** The pairwise losses take ``lambdaweight=``, a weight of
+each pair computed from the current ranks, gains or labels
+(:func:`dcg_lambdaweight`, :func:`dcg2_lambdaweight`,
+:func:`labeldiff_lambdaweight`), as Rax's ``lambdaweight_fn=``. Weights add
+and scale (``dcg + mu * dcg2`` is LambdaLoss's NDCG-Loss2++), carry no
+gradient with respect to the scores, and are computed per item and combined
+inside the blocks of pairs, so a weighted loss keeps the unweighted one's
+memory (decision 0044).
+
+**Hyperparameters under jit.** ``temperature``, ``mu``, ``margin``,
+``epsilon`` and the factors of a :class:`LambdaWeight` may be traced, so that
+one compiled step anneals them. Concrete
 values are checked eagerly; a traced value outside its range makes the loss
 NaN (with a NaN gradient), never a plausible number.
 
@@ -127,14 +138,21 @@ measure or a loss and return the loss; the loss takes the arguments above.
 
 from __future__ import annotations
 
+from lodestar.losses._lambdaweights import LambdaWeight as LambdaWeight
+from lodestar.losses._lambdaweights import dcg2_lambdaweight as dcg2_lambdaweight
+from lodestar.losses._lambdaweights import dcg_lambdaweight as dcg_lambdaweight
+from lodestar.losses._lambdaweights import labeldiff_lambdaweight as labeldiff_lambdaweight
 from lodestar.losses._listwise import listmle_loss as listmle_loss
 from lodestar.losses._listwise import poly1_softmax_loss as poly1_softmax_loss
 from lodestar.losses._listwise import softmax_loss as softmax_loss
+from lodestar.losses._listwise import unique_softmax_loss as unique_softmax_loss
 from lodestar.losses._ndcg import approx_ndcg_loss as approx_ndcg_loss
 from lodestar.losses._ndcg import lambda_loss as lambda_loss
 from lodestar.losses._neural_ndcg import neural_ndcg_loss as neural_ndcg_loss
 from lodestar.losses._pairwise import pairwise_hinge_loss as pairwise_hinge_loss
 from lodestar.losses._pairwise import pairwise_logistic_loss as pairwise_logistic_loss
+from lodestar.losses._pairwise import pairwise_mse_loss as pairwise_mse_loss
+from lodestar.losses._pairwise import pairwise_qr_loss as pairwise_qr_loss
 from lodestar.losses._pairwise import pairwise_soft_zero_one_loss as pairwise_soft_zero_one_loss
 from lodestar.losses._pointwise import pointwise_mse_loss as pointwise_mse_loss
 from lodestar.losses._pointwise import pointwise_sigmoid_loss as pointwise_sigmoid_loss
@@ -143,18 +161,25 @@ from lodestar.losses._t12n import bound_t12n as bound_t12n
 from lodestar.losses._t12n import gumbel_t12n as gumbel_t12n
 
 __all__ = [
+    "LambdaWeight",
     "approx_ndcg_loss",
     "approx_t12n",
     "bound_t12n",
+    "dcg2_lambdaweight",
+    "dcg_lambdaweight",
+    "labeldiff_lambdaweight",
     "lambda_loss",
     "listmle_loss",
     "neural_ndcg_loss",
     "pairwise_hinge_loss",
     "pairwise_logistic_loss",
+    "pairwise_mse_loss",
+    "pairwise_qr_loss",
     "pairwise_soft_zero_one_loss",
     "pointwise_mse_loss",
     "pointwise_sigmoid_loss",
     "poly1_softmax_loss",
     "softmax_loss",
     "gumbel_t12n",
+    "unique_softmax_loss",
 ]

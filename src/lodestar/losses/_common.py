@@ -127,7 +127,8 @@ def loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = 
     (1 without them, 0 on padding), the traced ``options`` and the ``static``
     options named in ``static_argnames``, and returns the per-list losses.
     The kernel, jitted, takes validated ``(scores, labels, where, weights,
-    item_weights, *options, reduction, **static)``; it gives lists of no item
+    item_weights, *options, reduction, **static)``; an option may be a pytree
+    (a lambda weight, whose leaves are its scales); it gives lists of no item
     position a loss of 0, applies the NaN rule of traced inputs to the others
     (with the ``gain`` option, if any) and reduces.
     """
@@ -147,9 +148,10 @@ def loss_kernel(*, nonnegative_labels: bool, static_argnames: tuple[str, ...] = 
                 labels,
                 where,
                 s,
-                nonnegative_labels=nonnegative_labels,
+                # A gain (of the loss, or of its lambda weights) needs non-negative labels.
+                nonnegative_labels=nonnegative_labels or static.get("gain") is not None,
                 gain=static.get("gain"),
-                options=[o for o in options if isinstance(o, jax.Array)],
+                options=[o for o in jax.tree.leaves(options) if isinstance(o, jax.Array)],
             )
             return reduce_lists(value, valid, weights, reduction)
 

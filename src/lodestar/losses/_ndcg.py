@@ -10,20 +10,10 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _gains, _pairs, _ranking, _soft_ranks, _validation
-from lodestar.losses import _common
+from lodestar import _gains, _pairs, _soft_ranks, _validation
+from lodestar.losses import _common, _lambdaweights
 
 _LN2 = math.log(2.0)
-
-
-def _item_discounts(s, valid, k):
-    """Current 1-based ranks (ties by descending index) and DCG@k discounts per item."""
-    n = s.shape[-1]
-    blocks = _ranking.tie_blocks(s, valid, ignore_ties=True)
-    position = jnp.minimum(blocks.above, n - 1)
-    per_position = jnp.diff(_gains.discount_table(n, k=k, log_base=2.0, dtype=s.dtype))
-    discount = jnp.where(valid, _ranking.at_positions(per_position, position), 0)
-    return (position + 1).astype(s.dtype), discount
 
 
 @_common.loss_kernel(nonnegative_labels=True, static_argnames=("k", "gain"))
@@ -31,7 +21,7 @@ def _lambda_kernel(s, y, valid, w, temperature, mu, *, k, gain):
     n = s.shape[-1]
     cutoff = n if k is None else min(k, n)
     normalised = _common.normalised_gains(y, valid, jnp.ones_like(w), gain, cutoff)
-    rank, discount = _item_discounts(s, valid, cutoff)
+    rank, discount = _lambdaweights.item_discounts(s, valid, cutoff)
     rank, discount = lax.stop_gradient(rank), lax.stop_gradient(discount)
 
     def term(rows, columns, distinct):
