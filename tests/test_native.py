@@ -19,6 +19,12 @@ NaN scores: every route ranks them somewhere, but a list holding one is NaN
 for every metric (decision 0003), so only the kernels' own documented order
 is checked (NumPy's: NaN ranks first, all NaNs one block), not agreement
 with XLA's.
+
+Subnormal scores: the kernels order floats by their bits, so they tell a
+subnormal from 0.0 as NumPy (the command line's fallback) and trec_eval do.
+XLA:CPU's threads treat subnormals as zero, and the engine's
+:func:`_ranking.rankable` merges them into 0.0 before any route, so within a
+metric every route agrees; the kernels are compared with XLA on those scores.
 """
 
 import functools
@@ -84,19 +90,19 @@ def _lists(dtype, shape, seed):
     return scores, valid
 
 
-def _kernels(scores, valid, route):
-    """Every kernel's output, named by ``route`` and kernel."""
+def _kernels(scores, valid, label):
+    """Every kernel's output, named by ``label`` and kernel."""
     n = scores.shape[-1]
     out = {}
     for ignore_ties in (False, True):
-        out[f"{route} blocks {ignore_ties}"] = _native.tie_blocks(
+        out[f"{label} blocks {ignore_ties}"] = _native.tie_blocks(
             scores, valid, ignore_ties=ignore_ties
         )
-    out[f"{route} order"] = _native.stable_argsort(scores)
+    out[f"{label} order"] = _native.stable_argsort(scores)
     for k in {min(SHORT_K, n), min(LONG_K, n)}:
-        out[f"{route} largest {k}"] = _native.largest(scores, k)
+        out[f"{label} largest {k}"] = _native.largest(scores, k)
     if jnp.issubdtype(scores.dtype, jnp.floating):
-        out[f"{route} gains"] = _native.descending_gains(scores, valid)
+        out[f"{label} gains"] = _native.descending_gains(scores, valid)
     return out
 
 
@@ -120,15 +126,7 @@ def _kernels_and_xla(scores, valid):
 
 
 def _flushed(values):
-    """``values`` with subnormals as zero, as XLA:CPU's threads compare them.
-
-    The kernels order scores by their bits, so they tell a subnormal score
-    from 0.0 as NumPy does (the command line's counts must not depend on
-    whether the kernels are loaded); the engine's :func:`_ranking.rankable`
-    merges them first, so every route of a metric agrees. Sorted gains are
-    compared as floats, so there a subnormal ties with 0.0 and either may
-    come first.
-    """
+    """``values`` with subnormals as 0.0: the sorted gains compare floats on XLA's threads."""
     values = np.asarray(values)
     if not np.issubdtype(values.dtype, np.floating):
         return values
@@ -177,7 +175,7 @@ def test_every_kernel_agrees_with_numpy_and_with_xla(dtype):
     # both selection paths), 11 items (insertion sort) and one item.
     cases = [_lists(dtype, shape, seed) for seed, shape in enumerate([(2, 3, 70), (5, 11), (4, 1)])]
     with_xla = dtype in XLA_COMPARED
-    program = _kernels_and_xla if with_xla else functools.partial(_kernels, route="native")
+    program = _kernels_and_xla if with_xla else functools.partial(_kernels, label="native")
     found = jax.jit(lambda cases: [program(s, v) for s, v in cases])(cases)
     for (scores, valid), outputs in zip(cases, found, strict=True):
         _check_against_numpy(outputs, scores, valid)
