@@ -367,7 +367,7 @@ def test_the_environment_switch_chooses_xla_silently_and_refuses_unknown_values(
 def test_jitted_steps_from_many_threads_finish_with_the_right_values():
     env = {**os.environ, "PYTHONPATH": SRC, "LODESTAR_CHECK_DEADLINE": "90"}
     result = subprocess.run(
-        [sys.executable, str(TESTS / "native_threads_check.py"), "8", "25"],
+        [sys.executable, str(TESTS / "native_threads_check.py"), "8", "50"],
         capture_output=True,
         text=True,
         timeout=200,
