@@ -42,9 +42,11 @@ inline Bits FloatKey(Float value) {
   static_assert(sizeof(Float) == sizeof(Bits));
   constexpr Bits kSign = Bits(1) << (sizeof(Bits) * 8 - 1);
   if (value != value) return std::numeric_limits<Bits>::max();  // NaN
-  if (value == Float(0)) value = Float(0);                       // -0.0 -> 0.0
   Bits bits;
   std::memcpy(&bits, &value, sizeof(bits));
+  // -0.0 -> 0.0, tested on the bits: XLA's threads treat subnormals as zero
+  // (denormals-are-zero), and `value == 0` would merge them with 0.0 too.
+  if ((bits & ~kSign) == 0) bits = 0;
   // IEEE order as unsigned order: flip every bit of a negative number, only
   // the sign bit of the others.
   return (bits & kSign) ? ~bits : (bits | kSign);

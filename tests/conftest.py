@@ -21,6 +21,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import children  # noqa: E402  (tests/children.py)
 
+from lodestar import _native  # noqa: E402
+
 # multidevice_check.py is a script for a subprocess: it sets XLA_FLAGS for 8 CPU
 # devices at import. Collected for doctests, it would set them in this process
 # too, and a backend started after that would have 8 devices, which turns the
@@ -65,6 +67,22 @@ def _release_compiled_executables():
     yield
     count = _mapping_count()
     if count is not None and count > _MAPPINGS_BEFORE_CLEARING:
+        jax.clear_caches()
+
+
+@pytest.fixture(params=["native", "xla"])
+def route(request, monkeypatch):
+    """Runs a test with lodestar's compiled CPU kernels, then with XLA's sort instead.
+
+    The route is chosen at trace time (``_native.applies``), so the switch to
+    XLA's sort, and back, drops JAX's traces: a program traced on one route
+    must not be reused on the other.
+    """
+    if request.param == "xla":
+        jax.clear_caches()
+        monkeypatch.setattr(_native, "applies", lambda: False)
+    yield request.param
+    if request.param == "xla":
         jax.clear_caches()
 
 

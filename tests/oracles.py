@@ -73,6 +73,53 @@ def counts(scores):
     return np.array(above), np.array(tied)
 
 
+def descending_gains(values, valid):
+    """Real values high to low, then a 0 per padding slot, then the real NaNs, per list."""
+    rows = []
+    n = values.shape[-1]
+    for row, real in zip(values.reshape(-1, n), valid.reshape(-1, n), strict=True):
+        kept = row[real]
+        nan = np.isnan(kept)
+        rows.append(
+            np.concatenate(
+                [np.sort(kept[~nan])[::-1], np.zeros((~real).sum(), row.dtype), kept[nan]]
+            )
+        )
+    return np.array(rows).reshape(values.shape)
+
+
+def engine_blocks(scores, valid, ignore_ties):
+    """The engine's ``(above, tied)`` of any dtype, from NumPy's sort order.
+
+    NumPy sorts NaN last (after +inf) and -0.0 equal to 0.0; a descending
+    ranking is that order reversed, so every NaN ranks first, in one block.
+    Padding gets ``above = n`` and ``tied = 1``.
+    """
+    n = scores.shape[-1]
+    above = np.full(scores.shape, n, np.int32)
+    tied = np.ones(scores.shape, np.int32)
+    for row in np.ndindex(scores.shape[:-1]):
+        real = np.flatnonzero(valid[row])
+        s = scores[row][real]
+        if ignore_ties:
+            # Ascending, ties by ascending index, reversed: ties by descending index.
+            order = np.argsort(s, kind="stable")[::-1]
+            above[row + (real[order],)] = np.arange(len(real))
+        else:
+            ordered = np.sort(s)
+            low = np.searchsorted(ordered, s, side="left")
+            high = np.searchsorted(ordered, s, side="right")
+            above[row + (real,)] = len(s) - high
+            tied[row + (real,)] = high - low
+    return above, tied
+
+
+def largest(values, k):
+    """Each row's ``k`` largest values (NaN first) and how many values equal the k-th (0 at NaN)."""
+    top = np.flip(np.sort(values, axis=-1), axis=-1)[..., :k]
+    return top, np.sum(values == top[..., k - 1 :], axis=-1)
+
+
 # --- precision, recall, hits, average precision and ERR on one explicit order ----------
 
 

@@ -603,7 +603,15 @@ def test_the_compilation_cache_spares_a_new_process_the_compilation(tmp_path):
     # thing traced, and every compilation is in JAX's cache.
     assert runs[0]["hits"] == 0 and "evaluate_formulas" in runs[0]["traced"]
     assert runs[1]["hits"] == runs[0]["misses"] and runs[1]["misses"] == 0
-    assert runs[1]["traced"] == ["call"]
+    # Traced in every process, and compiled from JAX's cache, are also the
+    # small programs around lodestar's compiled CPU kernels: their check on
+    # first use (lodestar._native._check) and the ranking of the batches
+    # outside the kernel (_ranking.host_tie_blocks and host_rank_order).
+    around_the_kernels = {
+        *("tie_blocks", "stable_argsort", "largest", "descending_gains"),
+        *("_native_tie_blocks", "ascending_order"),
+    }
+    assert [name for name in runs[1]["traced"] if name not in around_the_kernels] == ["call"]
     assert any((cache / "lodestar-kernels").iterdir())
 
 

@@ -467,16 +467,19 @@ def test_every_trec_eval_measure_fits_one_batch_in_memory_the_allocator_keeps(tm
             assert kept.run.memory_analysis().temp_size_in_bytes < 32 * 2**20
 
 
-def test_a_kernel_that_cannot_be_exported_runs_and_is_not_kept(tmp_path):
-    # Per-level gains (G.1=3) rank with a host callback, which jax.export
-    # refuses: the kernel runs as jitted, twice alike, and nothing is kept
-    # (the old store failed to pickle it, with a traceback).
+def test_a_kernel_holding_the_compiled_kernels_is_kept_and_reused(tmp_path):
+    # Per-level gains (G.1=3) once ranked with a host callback, which
+    # jax.export refused, so that nothing was kept. The compiled kernels are
+    # custom calls that lodestar exports: the kernel is kept once, and the
+    # second run reuses it, with the same output and nothing to say.
     cache = tmp_path / "cache"
     arguments = [*ARGUMENTS, "-m", "G.1=3", "--trec-eval"]
     first = _program(arguments, cache)
-    assert _kept(cache) == []
+    kept = _kept(cache)
+    assert len(kept) == 1
     second = _program(arguments, cache)
     assert second.stdout == first.stdout
+    assert _kept(cache) == kept
     assert _notes(second) == []
 
 

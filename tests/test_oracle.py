@@ -16,7 +16,7 @@ import tiers
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lodestar import _gains, _host, _ranking, metrics
+from lodestar import _gains, _native, _ranking, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 
@@ -80,7 +80,28 @@ def _reference_blocks(scores, valid, ignore_ties):
     return above, tied
 
 
-@pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
+# The methods, and for top-k (which takes the k largest from the compiled
+# kernel where it applies, and sums blocks at the k-th value from its count)
+# both routes; the others do not ask which applies. The k largest and the
+# k-th count on XLA's route are also checked, more cheaply, below.
+METHODS_AND_ROUTES = pytest.mark.parametrize(
+    "method, route",
+    [
+        ("pairwise", "native"),
+        ("topk", "native"),
+        pytest.param("topk", "xla", marks=pytest.mark.slow),
+        ("sort", "xla"),
+        ("native", "native"),
+    ],
+    indirect=["route"],
+)
+
+
+@pytest.mark.parametrize(
+    "method, route",
+    [("pairwise", "native"), ("topk", "native"), ("sort", "xla"), ("native", "native")],
+    indirect=["route"],
+)
 @pytest.mark.parametrize("ignore_ties", [False, True])
 @pytest.mark.parametrize(
     "dtype",
@@ -90,7 +111,7 @@ def _reference_blocks(scores, valid, ignore_ties):
         ids=["float64", "float32", "int32", "uint8"],
     ),
 )
-def test_every_engine_method_meets_the_contract(method, ignore_ties, dtype):
+def test_every_engine_method_meets_the_contract(method, route, ignore_ties, dtype):
     rng = np.random.default_rng(7)
     n = 23
     scores = rng.integers(0, 6, size=(3, 5, n)).astype(dtype)
@@ -120,7 +141,24 @@ def _reference_weighted_sum(table, scores, values, valid, ignore_ties):
     return np.sum(np.where(valid, values * means, 0), axis=-1)
 
 
-@pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
+# The methods, and for top-k (which takes the k largest from the compiled
+# kernel where it applies, and sums blocks at the k-th value from its count)
+# both routes; the others do not ask which applies. The k largest and the
+# k-th count on XLA's route are also checked, more cheaply, below.
+METHODS_AND_ROUTES = pytest.mark.parametrize(
+    "method, route",
+    [
+        ("pairwise", "native"),
+        ("topk", "native"),
+        pytest.param("topk", "xla", marks=pytest.mark.slow),
+        ("sort", "xla"),
+        ("native", "native"),
+    ],
+    indirect=["route"],
+)
+
+
+@METHODS_AND_ROUTES
 @pytest.mark.parametrize("ignore_ties", [False, True])
 @pytest.mark.parametrize(
     "dtype",
@@ -130,7 +168,7 @@ def _reference_weighted_sum(table, scores, values, valid, ignore_ties):
         ids=["float64", "float32", "int32", "uint8", "bool"],
     ),
 )
-def test_block_weighted_sums_are_those_of_exact_counts(method, ignore_ties, dtype):
+def test_block_weighted_sums_are_those_of_exact_counts(method, route, ignore_ties, dtype):
     # Heavy ties, padding (holding high scores), a row of padding only and a
     # row with one real item; the top-k method sums over the top values'
     # blocks and the block at the k-th value instead of forming counts.
@@ -161,7 +199,7 @@ def test_block_weighted_sums_are_those_of_exact_counts(method, ignore_ties, dtyp
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8])
 @pytest.mark.parametrize("k", [1, 4, 12])
-def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
+def test_largest_values_on_both_routes_equal_top_k(monkeypatch, dtype, k):
     rng = np.random.default_rng(2)
     values = rng.integers(0, 9, size=(3, 7, 12)).astype(dtype)
     if np.issubdtype(dtype, np.floating):
@@ -171,8 +209,9 @@ def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
     count = np.sum(values == np.asarray(top)[..., k - 1 :], axis=-1)
     assert count.max() > 1  # ties at the k-th value (none counted at a NaN)
     also = values[::-1].astype(np.float32)
-    for host in (True, False):
-        monkeypatch.setattr(_ranking, "_host_sort_applies", lambda host=host: host)
+    for native in (True, False):
+        # A new jitted function for each route: the route is chosen at trace time.
+        monkeypatch.setattr(_native, "applies", lambda native=native: native)
         got, got_count, got_also = jax.jit(
             lambda v, a: _ranking._largest(v, k, count_kth=True, also=a)
         )(values, also)
@@ -184,34 +223,17 @@ def test_largest_values_on_the_host_equal_top_k(monkeypatch, dtype, k):
         np.testing.assert_array_equal(batched, top)
 
 
-def _real_values_descending_then_padding(values, valid):
-    """descending_gains' reference: real values high to low, 0 per padding slot, NaN last."""
-    rows = []
-    n = values.shape[-1]
-    for row, real in zip(values.reshape(-1, n), valid.reshape(-1, n), strict=True):
-        kept = row[real]
-        nan = np.isnan(kept)
-        rows.append(
-            np.concatenate(
-                [np.sort(kept[~nan])[::-1], np.zeros((~real).sum(), row.dtype), kept[nan]]
-            )
-        )
-    return np.array(rows).reshape(values.shape)
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
-@pytest.mark.parametrize("host", [True, False])
-def test_descending_gains_put_padding_after_the_real_values(monkeypatch, host, dtype):
+def test_descending_gains_put_padding_after_the_real_values(route, dtype):
     # A real -inf sorts with the padding's key and a NaN after it: each must
     # keep its place beside the padding (the argsort it replaces leaves them so).
-    monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
     rng = np.random.default_rng(5)
     choices = [0.0, -0.0, 1.0, 2.5, -1.0, np.inf, -np.inf, np.nan, 3.0]
     values = rng.choice(choices, size=(4, 6, 70)).astype(dtype)
     valid = rng.random((4, 6, 70)) < rng.random((4, 6, 1))
     valid[0, 0] = True  # a list without padding
     valid[0, 1] = False  # a list of padding only
-    want = _real_values_descending_then_padding(values, valid)
+    want = oracles.descending_gains(values, valid)
     got = jax.jit(_gains.descending_gains)(values, valid)
     assert got.dtype == values.dtype
     np.testing.assert_array_equal(got, want)
@@ -219,12 +241,10 @@ def test_descending_gains_put_padding_after_the_real_values(monkeypatch, host, d
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("host", [True, False])
-def test_ideal_dcg_from_sorted_gains_is_bitwise_the_argsort_gathers(monkeypatch, host, dtype):
+def test_ideal_dcg_from_sorted_gains_is_bitwise_the_argsort_gathers(route, dtype):
     # The ideal DCG sorts the gains instead of gathering them by an argsort
     # (decision 0041); every position holds the same value, so the sum is
     # bitwise the same, NaN, infinity, signed zeros and padding included.
-    monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
     rng = np.random.default_rng(6)
     gains = rng.choice([0.0, -0.0, 1.0, 1 / 3, 7.0, 0.1, np.inf], size=(60, 100)).astype(dtype)
     gains[:20] = np.abs(rng.normal(size=(20, 100)))
@@ -254,47 +274,44 @@ def test_ideal_dcg_from_sorted_gains_is_bitwise_the_argsort_gathers(monkeypatch,
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 16, 17])
-def test_count_of_the_kth_largest_reads_runs_of_every_length(k):
-    # Runs of the k-th value from none to the whole row, beyond the steps the
-    # count takes one column at a time, and NaN at the k-th place.
+def test_count_of_the_kth_largest_reads_runs_of_every_length(route, k):
+    # Runs of the k-th value from none to the whole row, and NaN at the k-th
+    # place (counted 0).
     rng = np.random.default_rng(k)
     rows = rng.integers(0, 4, size=(400, 17)).astype(np.float64)
     rows[:50] = rows[:50, :1]
     rows[50:60, :k] = np.nan
-    ordered = np.sort(rows, axis=-1)
-    kth = ordered[:, 17 - k]
-    want = np.sum(ordered == kth[:, None], axis=-1)
+    kth = np.sort(rows, axis=-1)[:, ::-1][:, k - 1]  # NaN first, as lax.top_k orders
+    want = np.sum(rows == kth[:, None], axis=-1)
     assert want.max() == 17 and want.min() == 0
-    below = np.sum(ordered[:, : 17 - k] == kth[:, None], axis=-1)
-    if 17 - k > _ranking._KTH_RUN_STEPS:
-        assert np.sum(below > _ranking._KTH_RUN_STEPS) > 10
-    np.testing.assert_array_equal(_ranking._count_kth(ordered, k), want)
+    _, count, _ = jax.jit(lambda r: _ranking._largest(r, k, count_kth=True))(rows)
+    np.testing.assert_array_equal(count, want)
 
 
-@pytest.mark.parametrize("host", [True, False])
-def test_auto_rule_follows_the_measured_thresholds(monkeypatch, host):
-    # decision 0012: top-k from NumPy's sort is cheap enough from n >= 3k;
-    # with lax.top_k (the descending-index tie-break, or off the CPU host
-    # path) only for k <= 64 and n > 384 or n >= 16k.
-    monkeypatch.setattr(_ranking, "_host_sort_applies", lambda: host)
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_rule_follows_the_measured_thresholds(monkeypatch, native):
+    # decision 0012: top-k from the compiled kernel's selection is cheap
+    # enough from n >= 3k; with lax.top_k (the descending-index tie-break, or
+    # where the kernels do not apply) only for k <= 64 and n > 384 or n >= 16k.
+    monkeypatch.setattr(_native, "applies", lambda: native)
     averaged = {(100, 10): "topk", (100, 32): "topk", (100, 34): "pairwise", (79, 1): "pairwise"}
     by_index = {(100, 10): "pairwise", (160, 10): "topk", (1000, 64): "topk"}
     for (n, k), method in averaged.items():
         assert _ranking.choose_method(n, k) == (
-            method if host else by_index.get((n, k), "pairwise")
+            method if native else by_index.get((n, k), "pairwise")
         )
     for (n, k), method in by_index.items():
         assert _ranking.choose_method(n, k, ignore_ties=True) == method
-    assert _ranking.choose_method(1000, 128, ignore_ties=True) == "sort_or_host"
-    assert _ranking.choose_method(1000, 128) == ("topk" if host else "sort_or_host")
+    assert _ranking.choose_method(1000, 128, ignore_ties=True) == "sort_or_native"
+    assert _ranking.choose_method(1000, 128) == ("topk" if native else "sort_or_native")
     assert _ranking.choose_method(512, None) == "pairwise"
-    assert _ranking.choose_method(513, None) == "sort_or_host"
-    assert _ranking.exploited_cutoff(100, 10) == (10 if host else None)
+    assert _ranking.choose_method(513, None) == "sort_or_native"
+    assert _ranking.exploited_cutoff(100, 10) == (10 if native else None)
     assert _ranking.exploited_cutoff(100, 10, ignore_ties=True) is None
 
 
-@pytest.mark.parametrize("method", ["pairwise", "topk", "sort", "host"])
-def test_engine_methods_agree_under_vmap(method):
+@METHODS_AND_ROUTES
+def test_engine_methods_agree_under_vmap(method, route):
     rng = np.random.default_rng(3)
     scores = np.round(rng.random((4, 6, 30)), 1)
     valid = rng.random((4, 6, 30)) < 0.9
@@ -321,61 +338,6 @@ def test_reciprocal_rank_closed_form_at_large_blocks():
     np.testing.assert_allclose(metrics.reciprocal_rank(scores, labels), float(expected), rtol=1e-13)
 
 
-@pytest.mark.parametrize("threads", [1, 3])
-@pytest.mark.parametrize("ignore_ties", [False, True])
-def test_host_sort_in_chunks_of_rows_equals_one_chunk(monkeypatch, ignore_ties, threads):
-    # The host callbacks work through a batch a few rows at a time, the chunks
-    # shared among threads; a chunk of 7 items holds 2 rows of 3, so these 11
-    # rows make 6 chunks.
-    rng = np.random.default_rng(11)
-    scores = np.round(rng.random((11, 3)), 1).astype(np.float32)
-    valid = rng.random((11, 3)) < 0.8
-    whole = _ranking.host_tie_blocks(scores, valid, ignore_ties)
-    whole_order = _ranking.host_argsort(-scores)
-    whole_largest = _ranking._host_largest_values(scores, k=2, count_kth=True)
-    whole_values = _gains.host_descending_gains(scores, valid)
-    monkeypatch.setattr(_host, "CHUNK_ITEMS", 7)
-    monkeypatch.setattr(_host, "THREADS", threads)
-    monkeypatch.setattr(_host, "MIN_ITEMS_PER_THREAD", 1)
-    assert len(list(_host.row_chunks(11, 3))) == 6
-    chunked = _ranking.host_tie_blocks(scores, valid, ignore_ties)
-    for got, want in zip(chunked, whole, strict=True):
-        np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(
-        np.take_along_axis(scores, _ranking.host_argsort(-scores), -1),
-        np.take_along_axis(scores, whole_order, -1),
-    )
-    for got, want in zip(
-        _ranking._host_largest_values(scores, k=2, count_kth=True), whole_largest, strict=True
-    ):
-        np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(_gains.host_descending_gains(scores, valid), whole_values)
-
-
-def test_host_threads_raise_a_chunks_failure(monkeypatch):
-    monkeypatch.setattr(_host, "CHUNK_ITEMS", 4)
-    monkeypatch.setattr(_host, "THREADS", 2)
-    monkeypatch.setattr(_host, "MIN_ITEMS_PER_THREAD", 1)
-    done = []
-
-    def work(rows):
-        if rows.start == 4:
-            raise RuntimeError("chunk failed")
-        done.append(rows.start)
-
-    with pytest.raises(RuntimeError, match="chunk failed"):
-        _host.for_row_chunks(work, 8, 2)  # chunks start at rows 0, 2, 4, 6
-    assert 4 not in done
-
-
-def test_host_thread_pool_is_made_afresh_in_a_forked_child(monkeypatch):
-    pool = _host.thread_pool()
-    assert _host.thread_pool() is pool
-    # A forked child inherits the parent's pool object but none of its threads.
-    monkeypatch.setattr(_host.os, "getpid", lambda: -1)
-    assert _host.thread_pool() is not pool
-
-
 def _counted_blocks(scores, valid, ignore_ties):
     """(above, tied) by counting, one item at a time: the engine's contract, plainly."""
     rows, n = scores.shape
@@ -395,14 +357,19 @@ def _counted_blocks(scores, valid, ignore_ties):
 
 @pytest.mark.parametrize(
     "dtype",
-    [np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64],
+    [np.float32, np.float64, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
+    + [np.int64, np.uint64],
 )
 @pytest.mark.parametrize("ignore_ties", [False, True])
-def test_host_counts_at_the_limits_of_each_dtype(dtype, ignore_ties):
-    # Scores of 32 bits or fewer are ranked through one sort of packed 64-bit
-    # keys (the score's bits in an order-preserving code, then the index);
-    # wider ones through argsort. Both must count as the contract says, at
+@pytest.mark.parametrize("kernels", [True, False], ids=["kernels", "numpy"])
+def test_host_counts_at_the_limits_of_each_dtype(monkeypatch, kernels, dtype, ignore_ties):
+    # The command line's counts come from the compiled kernels, or from NumPy
+    # where they are not loaded. NumPy ranks scores of 32 bits or fewer
+    # through one sort of packed 64-bit keys (the score's bits in an
+    # order-preserving code, then the index), wider ones through argsort; the
+    # kernels through such keys too. Each must count as the contract says, at
     # the extremes of the type, where an order-preserving code goes wrong.
+    monkeypatch.setattr(_native, "loaded", lambda: kernels)
     info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
     extremes = [info.min, info.max, 0, 1]
     if np.issubdtype(dtype, np.floating):

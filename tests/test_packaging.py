@@ -124,10 +124,10 @@ def test_the_sdist_carries_no_build_output(sdist_names):
 
 
 def test_the_wheel_carries_the_typing_marker():
-    """PEP 561's marker is package data, so that a wheel installs it beside the modules."""
+    """PEP 561's marker is in the package folder, which a wheel carries whole."""
     with open(ROOT / "pyproject.toml", "rb") as config:
-        package_data = tomllib.load(config)["tool"]["setuptools"]["package-data"]["lodestar"]
-    assert "py.typed" in package_data
+        wheel = tomllib.load(config)["tool"]["scikit-build"]["wheel"]
+    assert wheel["packages"] == ["src/lodestar"]
     assert (ROOT / "src" / "lodestar" / "py.typed").is_file()
 
 
@@ -136,7 +136,10 @@ def test_the_version_is_written_once():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"]
     assert project["project"]["dynamic"] == ["version"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "lodestar.__version__"}
+    assert project["tool"]["scikit-build"]["metadata"]["version"] == {
+        "provider": "scikit_build_core.metadata.regex",
+        "input": "src/lodestar/__init__.py",
+    }
     init = (ROOT / "src" / "lodestar" / "__init__.py").read_text()
     assert re.findall(r"^__version__ = \"(.+)\"$", init, re.MULTILINE) == [lodestar.__version__]
 

@@ -153,7 +153,8 @@ def descending_gains(values: jax.Array, valid: jax.Array) -> jax.Array:
 
 @jax.custom_jvp
 def _sorted_values(values: jax.Array, valid: jax.Array) -> jax.Array:
-    if _native.applies():
+    # The kernel sorts float32 and float64; half floats take XLA's sort.
+    if _native.applies() and values.dtype in (jnp.float32, jnp.float64):
         return _native.on_cpu(_native.descending_gains, _xla_sorted_values, values, valid)
     return _xla_sorted_values(values, valid)
 

@@ -366,7 +366,10 @@ _NUMPY_CHUNK_ITEMS = 1 << 16
 
 @functools.partial(jax.jit, static_argnames="ignore_ties")
 def _native_tie_blocks(scores, valid, *, ignore_ties):
-    return _native_sort(rankable(scores), valid, ignore_ties)
+    # The kernel merges -0.0 into 0.0 itself. XLA's `scores == 0` would also
+    # merge subnormals (its threads treat them as zero), which NumPy, the
+    # fallback, and trec_eval tell apart.
+    return _native_sort(rankable(scores, merge_zeros=False), valid, ignore_ties)
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
