@@ -183,6 +183,35 @@ def test_every_kernel_agrees_with_numpy_and_with_xla(dtype):
             _check_against_xla(outputs)
 
 
+def _weighted_sum_oracle(scores, values, valid, table):
+    """``sum_i values[i] * mean(table over i's block)`` per list, from the NumPy oracle's blocks."""
+    above, tied = oracles.engine_blocks(scores, valid, ignore_ties=False)
+    cumulative = np.concatenate([[0.0], np.cumsum(table)])
+    n = scores.shape[-1]
+    start, stop = np.minimum(above, n), np.minimum(above + tied, n)
+    means = (cumulative[stop] - cumulative[start]) / tied
+    return np.sum(np.where(valid, values * means, 0), axis=-1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
+def test_the_weighted_sum_kernel_averages_ties_as_the_oracle_does(dtype):
+    # One pass per row: with a cut-off the k largest keys in a buffer (k <= 64)
+    # or a partial sort (k > 64), the k-th value's run counted over the row;
+    # without one, the real items sorted. Every key kind, padding and ties.
+    scores, valid = _lists(dtype, (6, 70), seed=3)
+    rng = np.random.default_rng(4)
+    for value_dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-5)):
+        values = rng.random(scores.shape).astype(value_dtype)
+        discounts = 1 / np.log2(np.arange(2, 72))
+        for k in (0, 1, SHORT_K, 10, LONG_K, 69, 70):
+            table = np.where(np.arange(70) < (k or 70), discounts, 0).astype(value_dtype)
+            cumulative = np.concatenate([[0], np.cumsum(table)]).astype(value_dtype)
+            found = _native.weighted_sum(scores, values, valid, cumulative, k)
+            assert found.dtype == value_dtype
+            want = _weighted_sum_oracle(scores, values.astype(np.float64), valid, table)
+            np.testing.assert_allclose(found, want, rtol=rtol, atol=rtol, err_msg=f"k={k}")
+
+
 @pytest.mark.parametrize(
     "dtype", tiers.params(FLOATS, default=(np.float64,), ids=["float32", "float64"])
 )
