@@ -169,61 +169,75 @@ struct EntryKey<Packed> {
 // Short rows: insertion sort beats the general sort's set-up.
 constexpr int64_t kInsertionSortMax = 24;
 
-// Sorts entries by key alone, keeping the order of equal keys (a stable LSD
-// radix sort, one pass per byte of the key that differs between entries).
-// Callers lay entries out in tie-break order, so the result is the order of
-// (key, tie). `scratch` holds at least as many entries.
+// A bucket sort splits a bucket of more than this many entries again, up to
+// kBucketDepth times; past that it is sorted whole.
+constexpr int64_t kBucketMax = 16;
+constexpr int kBucketDepth = 3;
+
 template <typename Entry>
-void RadixSortByKey(Entry* begin, Entry* end, Entry* scratch) {
-  using Key = decltype(begin->key());
-  constexpr int kBytes = sizeof(Key);
-  const int64_t n = end - begin;
-  Key all_or = 0, all_and = ~Key(0);
-  for (const Entry* e = begin; e < end; ++e) {
-    all_or |= e->key();
-    all_and &= e->key();
+void InsertionSort(Entry* begin, Entry* end) {
+  for (Entry* i = begin + 1; i < end; ++i) {
+    Entry moved = *i;
+    Entry* j = i;
+    for (; j > begin && moved < *(j - 1); --j) *j = *(j - 1);
+    *j = moved;
   }
-  const Key differing = all_or ^ all_and;
-  Entry* from = begin;
-  Entry* to = scratch;
-  uint32_t count[256];
-  for (int byte = 0; byte < kBytes; ++byte) {
-    const int shift = 8 * byte;
-    if (((differing >> shift) & 0xFF) == 0) continue;  // every entry has this byte
-    std::memset(count, 0, sizeof(count));
-    for (int64_t i = 0; i < n; ++i) ++count[(from[i].key() >> shift) & 0xFF];
-    uint32_t total = 0;
-    for (int digit = 0; digit < 256; ++digit) {
-      const uint32_t c = count[digit];
-      count[digit] = total;
-      total += c;
-    }
-    for (int64_t i = 0; i < n; ++i) to[count[(from[i].key() >> shift) & 0xFF]++] = from[i];
-    std::swap(from, to);
-  }
-  if (from != begin) std::copy(from, from + n, begin);
 }
 
-// Radix sorting pays for its counting passes from about this many entries.
-constexpr int64_t kRadixSortMin = 48;
+// Sorts entries by (key, tie) by distributing them over about n buckets of
+// equal width in key space and sorting each bucket: a bucket still crowded
+// (a float's order keys are dense where its exponent is large) is split the
+// same way over its own range. About five passes over a row whose keys spread
+// out, as scores do; a row of few distinct keys costs one pass per level.
+template <typename Entry>
+void BucketSort(Entry* begin, Entry* end, Entry* scratch, std::vector<uint32_t>* counts,
+                int depth) {
+  using Key = decltype(begin->key());
+  const int64_t n = end - begin;
+  if (n <= kBucketMax) {
+    InsertionSort(begin, end);
+    return;
+  }
+  Key lowest = begin->key(), highest = begin->key();
+  for (const Entry* e = begin + 1; e < end; ++e) {
+    lowest = std::min(lowest, e->key());
+    highest = std::max(highest, e->key());
+  }
+  if (lowest == highest) return;  // one key: already in tie order
+  if (depth == kBucketDepth) {
+    std::sort(begin, end);
+    return;
+  }
+  int bucket_bits = 0;
+  while ((int64_t(1) << bucket_bits) < n) ++bucket_bits;
+  const uint64_t range = uint64_t(highest - lowest);
+  const int shift = std::max(0, (64 - __builtin_clzll(range)) - bucket_bits);
+  const size_t buckets = size_t(range >> shift) + 1;
+  std::vector<uint32_t>& count = counts[depth];
+  count.assign(buckets + 1, 0);
+  for (const Entry* e = begin; e < end; ++e) ++count[size_t(uint64_t(e->key() - lowest) >> shift) + 1];
+  for (size_t b = 1; b <= buckets; ++b) count[b] += count[b - 1];
+  for (const Entry* e = begin; e < end; ++e) {
+    scratch[count[size_t(uint64_t(e->key() - lowest) >> shift)]++] = *e;
+  }
+  std::copy(scratch, scratch + n, begin);
+  // count[b] is now the end of bucket b.
+  for (size_t b = 0, first = 0; b < buckets; first = count[b++]) {
+    if (count[b] - first > 1) {
+      BucketSort(begin + first, begin + count[b], scratch + first, counts, depth + 1);
+    }
+  }
+}
 
 // Sorts entries by (key, tie); entries must be laid out in tie order.
+// `counts` holds kBucketDepth vectors of scratch counters.
 template <typename Entry>
-void SortEntries(Entry* begin, Entry* end, Entry* scratch) {
+void SortEntries(Entry* begin, Entry* end, Entry* scratch, std::vector<uint32_t>* counts) {
   if (end - begin <= kInsertionSortMax) {
-    for (Entry* i = begin + 1; i < end; ++i) {
-      Entry moved = *i;
-      Entry* j = i;
-      for (; j > begin && moved < *(j - 1); --j) *j = *(j - 1);
-      *j = moved;
-    }
+    InsertionSort(begin, end);
     return;
   }
-  if (end - begin >= kRadixSortMin) {
-    RadixSortByKey(begin, end, scratch);
-    return;
-  }
-  std::sort(begin, end);
+  BucketSort(begin, end, scratch, counts, 0);
 }
 
 // ------------------------------------------------------------------- threads
@@ -308,6 +322,7 @@ void TieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source,
   const int64_t n = source.n;
   std::vector<Key> keys(n);
   std::vector<Entry> entries(n), scratch(n);
+  std::vector<uint32_t> counts[kBucketDepth];
   for (int64_t row = first; row < last; ++row) {
     source.Fill(row, keys.data());
     const bool* row_valid = valid + row * n;
@@ -323,7 +338,7 @@ void TieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source,
         row_tied[i] = 1;
       }
     }
-    SortEntries(entries.data(), entries.data() + real, scratch.data());
+    SortEntries(entries.data(), entries.data() + real, scratch.data(), counts);
     if (ignore_ties) {
       for (int64_t p = 0; p < real; ++p) {
         const uint32_t item = ~entries[p].tie();
@@ -387,10 +402,11 @@ void ArgsortRows(const RowKeys<typename EntryKey<Entry>::type>& source, int32_t*
   const int64_t n = source.n;
   std::vector<Key> keys(n);
   std::vector<Entry> entries(n), scratch(n);
+  std::vector<uint32_t> counts[kBucketDepth];
   for (int64_t row = first; row < last; ++row) {
     source.Fill(row, keys.data());
     for (int64_t i = 0; i < n; ++i) entries[i] = Entry::Make(keys[i], uint32_t(i));
-    SortEntries(entries.data(), entries.data() + n, scratch.data());
+    SortEntries(entries.data(), entries.data() + n, scratch.data(), counts);
     int32_t* row_order = order + row * n;
     for (int64_t p = 0; p < n; ++p) row_order[p] = int32_t(entries[p].tie());
   }
@@ -417,6 +433,75 @@ ffi::Error ArgsortImpl(ffi::ThreadPool pool, ffi::AnyBuffer keys,
   return ffi::Error::Success();
 }
 
+// ---------------------------------------------------------------- candidates
+
+// The items of a row that may be among its k largest real keys (1 <= k <= n),
+// in row order; returns how many. Cut into k groups of consecutive items,
+// the row holds k items at least as large as the smallest group maximum (a
+// group of padding alone has maximum 0, which keeps every real item), so no
+// item below that bound is among the k largest, and every item equal to the
+// k-th largest is kept. Branch-free: two passes over the keys.
+template <typename Key>
+int64_t Candidates(const Key* keys, const bool* valid, int64_t n, int64_t k, uint32_t* out) {
+  Key bound = std::numeric_limits<Key>::max();
+  for (int64_t group = 0; group < k; ++group) {
+    const int64_t start = group * n / k, stop = (group + 1) * n / k;
+    Key largest = 0;
+    for (int64_t i = start; i < stop; ++i) {
+      largest = std::max(largest, (valid == nullptr || valid[i]) ? keys[i] : Key(0));
+    }
+    bound = std::min(bound, largest);
+  }
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out[count] = uint32_t(i);
+    count += (valid == nullptr || valid[i]) & (keys[i] >= bound);
+  }
+  return count;
+}
+
+// Up to this many candidates, each one's rank among them is counted (m^2
+// comparisons, branch-free and vectorised); more, and they are selected.
+constexpr int64_t kCountedMax = 48;
+
+// For each of m keys, how many of them are strictly larger (above) and equal
+// (tied, itself included).
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void CountRanks32(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) {
+  for (int64_t i = 0; i < m; ++i) {
+    const uint32_t key = keys[i];
+    int32_t larger = 0, equal = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      larger += keys[j] > key;
+      equal += keys[j] == key;
+    }
+    above[i] = larger;
+    tied[i] = equal;
+  }
+}
+
+void CountRanks64(const uint64_t* keys, int64_t m, int32_t* above, int32_t* tied) {
+  for (int64_t i = 0; i < m; ++i) {
+    const uint64_t key = keys[i];
+    int32_t larger = 0, equal = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      larger += keys[j] > key;
+      equal += keys[j] == key;
+    }
+    above[i] = larger;
+    tied[i] = equal;
+  }
+}
+
+inline void CountRanks(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) {
+  CountRanks32(keys, m, above, tied);
+}
+inline void CountRanks(const uint64_t* keys, int64_t m, int32_t* above, int32_t* tied) {
+  CountRanks64(keys, m, above, tied);
+}
+
 // ------------------------------------------------------------ largest values
 
 // Up to this k the k largest are kept in a sorted buffer while the row is
@@ -437,37 +522,51 @@ void LargestRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Va
   const int64_t n = source.n;
   std::vector<Key> keys(n);
   std::vector<Slot> buffer(k);  // descending by key
+  std::vector<uint32_t> candidates(n);
+  std::vector<Key> candidate_keys(kCountedMax);
+  std::vector<int32_t> above(kCountedMax), tied(kCountedMax);
   std::vector<Entry> entries;
   for (int64_t row = first; row < last; ++row) {
     source.Fill(row, keys.data());
     const Value* row_values = values + row * n;
     Value* row_top = top + row * k;
-    if (k <= kBufferedMaxK) {
-      // One read of the row: a value below the k-th kept costs one comparison.
-      for (int64_t i = 0; i < k; ++i) buffer[i] = {keys[i], uint32_t(i)};
-      std::sort(buffer.begin(), buffer.end(),
-                [](const Slot& a, const Slot& b) { return a.key > b.key; });
-      Key smallest = buffer[k - 1].key;
-      for (int64_t i = k; i < n; ++i) {
-        const Key key = keys[i];
-        if (key <= smallest) continue;
-        int64_t j = k - 1;
-        for (; j > 0 && buffer[j - 1].key < key; --j) buffer[j] = buffer[j - 1];
-        buffer[j] = {key, uint32_t(i)};
-        smallest = buffer[k - 1].key;
+    int64_t count = 0;
+    const bool buffered = k <= kBufferedMaxK;
+    const int64_t found = buffered ? Candidates(keys.data(), nullptr, n, k, candidates.data()) : n;
+    if (buffered && found <= kCountedMax) {
+      // Each candidate fills the slots of its block that lie in the top k;
+      // the block covering the k-th slot is its run's length.
+      for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
+      CountRanks(candidate_keys.data(), found, above.data(), tied.data());
+      for (int64_t c = 0; c < found; ++c) {
+        const int64_t stop = std::min<int64_t>(above[c] + tied[c], k);
+        for (int64_t slot = above[c]; slot < stop; ++slot) {
+          buffer[slot] = {candidate_keys[c], candidates[c]};
+        }
+        if (above[c] <= k - 1 && k - 1 < above[c] + tied[c]) count = tied[c];
       }
+    } else if (buffered) {
+      // The candidates, then the k largest of them kept in a sorted buffer.
+      for (int64_t c = 0; c < found; ++c) {
+        const uint32_t item = candidates[c];
+        const Key key = keys[item];
+        if (c >= k && key <= buffer[k - 1].key) continue;
+        int64_t j = c < k ? c : k - 1;
+        for (; j > 0 && buffer[j - 1].key < key; --j) buffer[j] = buffer[j - 1];
+        buffer[j] = {key, item};
+      }
+      for (int64_t c = 0; c < found; ++c) count += keys[candidates[c]] == buffer[k - 1].key;
     } else {
       entries.resize(n);
       for (int64_t i = 0; i < n; ++i) entries[i] = Entry::Make(Key(~keys[i]), uint32_t(i));
       std::partial_sort(entries.begin(), entries.begin() + k, entries.end());
       for (int64_t j = 0; j < k; ++j) buffer[j] = {Key(~entries[j].key()), entries[j].tie()};
+      for (int64_t i = 0; i < n; ++i) count += keys[i] == buffer[k - 1].key;
     }
     for (int64_t j = 0; j < k; ++j) row_top[j] = row_values[buffer[j].item];
-    // The k-th value's run may continue past the top k: count it over the row.
-    const Key kth = buffer[k - 1].key;
-    int32_t count = 0;
-    for (int64_t i = 0; i < n; ++i) count += keys[i] == kth;
-    kth_count[row] = IsNanKey(kth, floating) ? 0 : count;
+    // The k-th value's run may continue past the top k: it was counted over
+    // the candidates, which hold every item equal to it.
+    kth_count[row] = IsNanKey(buffer[k - 1].key, floating) ? 0 : int32_t(count);
   }
 }
 
@@ -539,6 +638,10 @@ struct Keyed {
   bool operator<(const Keyed& other) const { return order < other.order; }
 };
 
+// Rows whose real values are all whole numbers below this (graded labels and
+// their gains, 2^label - 1 up to label 5) are counted rather than sorted.
+constexpr int kSmallGains = 64;
+
 // Each row's real values descending, then a 0 per padding slot, then the
 // real NaNs (the order of the ideal DCG's gains; see _gains.descending_gains).
 template <typename Value>
@@ -547,21 +650,34 @@ void DescendingGainsRows(const Value* values, const bool* valid, Value* out, int
   using Key = std::conditional_t<sizeof(Value) == 8, uint64_t, uint32_t>;
   using Entry = Keyed<Key, Value>;
   std::vector<Entry> real(n), scratch(n);
+  std::vector<uint32_t> counts[kBucketDepth];
   for (int64_t row = first; row < last; ++row) {
     const Value* row_values = values + row * n;
     const bool* row_valid = valid + row * n;
     Value* row_out = out + row * n;
     int64_t count = 0, padding = 0;
+    bool small_whole = true;  // every real value a whole number in [0, kSmallGains)
     for (int64_t i = 0; i < n; ++i) {
       const Value value = row_values[i];
       if (!row_valid[i]) {
         ++padding;
       } else if (value == value) {
+        small_whole &= value >= 0 && value < Value(kSmallGains) && value == Value(int(value));
         real[count++] = {Key(~FloatKey<Value, Key>(value)), value};  // descending
       }
     }
-    SortEntries(real.data(), real.data() + count, scratch.data());
-    for (int64_t p = 0; p < count; ++p) row_out[p] = real[p].value;
+    if (small_whole) {
+      // Graded labels and their gains: counted, not sorted.
+      int32_t histogram[kSmallGains] = {};
+      for (int64_t p = 0; p < count; ++p) ++histogram[int(real[p].value)];
+      int64_t p = 0;
+      for (int gain = kSmallGains - 1; gain >= 0; --gain) {
+        for (int32_t c = 0; c < histogram[gain]; ++c) row_out[p++] = Value(gain);
+      }
+    } else {
+      SortEntries(real.data(), real.data() + count, scratch.data(), counts);
+      for (int64_t p = 0; p < count; ++p) row_out[p] = real[p].value;
+    }
     std::fill(row_out + count, row_out + count + padding, Value(0));
     std::fill(row_out + count + padding, row_out + n, std::numeric_limits<Value>::quiet_NaN());
   }
@@ -611,8 +727,12 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
   const int64_t n = source.n;
   std::vector<Key> keys(n);
   std::vector<Entry> entries(n), scratch(n);
+  std::vector<uint32_t> counts[kBucketDepth];
   std::vector<Key> top(k > 0 ? k : 0);  // descending
   std::vector<Value> slot_mean(k > 0 ? k : 0);
+  std::vector<uint32_t> candidates(n);
+  std::vector<Key> candidate_keys(kCountedMax);
+  std::vector<int32_t> above(kCountedMax), tied(kCountedMax);
   auto mean = [&](int64_t start, int64_t size) {
     const int64_t stop = std::min(start + size, n);
     return (table[stop] - table[std::min(start, n)]) / Value(size);
@@ -627,7 +747,7 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       for (int64_t i = n - 1; i >= 0; --i) {
         if (row_valid[i]) entries[real++] = Entry::Make(Key(~keys[i]), uint32_t(i));
       }
-      SortEntries(entries.data(), entries.data() + real, scratch.data());
+      SortEntries(entries.data(), entries.data() + real, scratch.data(), counts);
       int64_t start = 0;
       while (start < real) {
         int64_t stop = start + 1;
@@ -639,11 +759,23 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       out[row] = total;
       continue;
     }
-    // The k largest keys of the real items (fewer if the row has fewer).
+    // The k largest keys of the real items (fewer if the row has fewer),
+    // picked from the candidates, which hold every item at or above the k-th.
+    const int64_t found = Candidates(keys.data(), row_valid, n, k, candidates.data());
+    if (found <= kCountedMax) {
+      // Each candidate's block from its rank among them: every item above a
+      // candidate, and every item tied with it, is a candidate too.
+      for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
+      CountRanks(candidate_keys.data(), found, above.data(), tied.data());
+      for (int64_t c = 0; c < found; ++c) {
+        if (above[c] < k) total += row_values[candidates[c]] * mean(above[c], tied[c]);
+      }
+      out[row] = total;
+      continue;
+    }
     int64_t kept = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (!row_valid[i]) continue;
-      const Key key = keys[i];
+    for (int64_t c = 0; c < found; ++c) {
+      const Key key = keys[candidates[c]];
       if (kept == k && key <= top[k - 1]) continue;
       int64_t j = kept < k ? kept++ : k - 1;
       for (; j > 0 && top[j - 1] < key; --j) top[j] = top[j - 1];
@@ -654,10 +786,10 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       continue;
     }
     // A run of equal keys in the top is a block; the last one's block may
-    // continue past the top k, so it is counted over the row.
+    // continue past the top k, so it is counted over the candidates.
     const Key threshold = top[kept - 1];
     int64_t at_threshold = 0;
-    for (int64_t i = 0; i < n; ++i) at_threshold += row_valid[i] && keys[i] == threshold;
+    for (int64_t c = 0; c < found; ++c) at_threshold += keys[candidates[c]] == threshold;
     for (int64_t start = 0; start < kept;) {
       int64_t stop = start + 1;
       while (stop < kept && top[stop] == top[start]) ++stop;
@@ -666,20 +798,14 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       for (int64_t p = start; p < stop; ++p) slot_mean[p] = block_mean;
       start = stop;
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const Key key = keys[i];
-      if (!row_valid[i] || key < threshold) continue;
+    for (int64_t c = 0; c < found; ++c) {
+      const uint32_t item = candidates[c];
+      const Key key = keys[item];
+      if (key < threshold) continue;
       // The slot of the first top key equal to this one (top is descending).
-      int64_t low = 0, high = kept - 1;
-      while (low < high) {
-        const int64_t middle = (low + high) / 2;
-        if (top[middle] > key) {
-          low = middle + 1;
-        } else {
-          high = middle;
-        }
-      }
-      total += row_values[i] * slot_mean[low];
+      int64_t slot = 0;
+      while (top[slot] > key) ++slot;
+      total += row_values[item] * slot_mean[slot];
     }
     out[row] = total;
   }
