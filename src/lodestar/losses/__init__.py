@@ -88,7 +88,10 @@ every other list keeps its value and gradient. See decision 0003.
 **Hyperparameters under jit.** ``temperature``, ``mu``, ``margin`` and
 ``epsilon`` may be traced, so that one compiled step anneals them. Concrete
 values are checked eagerly; a traced value outside its range makes the loss
-NaN (with a NaN gradient), never a plausible number.
+NaN (with a NaN gradient), never a plausible number. Each has its true
+derivative: :func:`jax.grad` or :func:`jax.jvp` with respect to the option,
+to learn or tune it, differentiates the loss as a finite difference would
+(what :func:`lambda_loss` holds fixed is its ranks and gains, not ``mu``).
 
 >>> step = jax.jit(lambda s, y, t: losses.approx_ndcg_loss(s, y, temperature=t))
 >>> print(f"{step(scores, labels, 0.5):.4f}", step(scores, labels, -1.0))
