@@ -90,7 +90,7 @@ DEFAULT_METHODS = {
     "ndcg": "softsort",
     "precision": "sigmoid",
     "recall": "neuralsort",
-    "average_precision": "permutahedron",
+    "average_precision": "sigmoid",
     "err": "softsort",
     "reciprocal_rank": "sigmoid",
 }
