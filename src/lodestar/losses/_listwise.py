@@ -32,10 +32,10 @@ def _poly1_softmax_kernel(s, y, valid, w, epsilon):
 
 # Positions per block of :func:`_suffix_logsumexp`: each block holds a (B, B)
 # matrix, so its temporaries are B floats per item. A list of at most
-# _SUFFIX_WHOLE positions is one block (a 64 x 64 matrix), which ends the
-# recursion a level early: n = 1,000 compiles two levels, not three.
-_SUFFIX_BLOCK = 16
-_SUFFIX_WHOLE = 64
+# _SUFFIX_WHOLE positions is one block (at most 128 x 128 per list), which
+# ends the recursion early: n = 1,000 compiles two levels, not four.
+_SUFFIX_BLOCK = 8
+_SUFFIX_WHOLE = 128
 
 
 def _suffix_logsumexp(x, real):
