@@ -49,8 +49,9 @@ def _suffix_logsumexp(x, real):
     shorter, added with ``logaddexp``: a few array operations per level, each
     as stable as a log-sum-exp, which JAX differentiates to any order. JAX
     differentiates :func:`jax.lax.cumlogsumexp` through a parallel prefix scan
-    of ``logaddexp``\ s instead: thousands of operations at n = 1,000, seconds
-    to compile for ``jvp`` and for a Hessian-vector product (decision 0029).
+    of ``logaddexp`` calls instead: thousands of operations at n = 1,000,
+    seconds to compile for ``jvp`` and for a Hessian-vector product (decision
+    0029).
     """
     n = x.shape[-1]
     size = n if n <= _SUFFIX_WHOLE else _SUFFIX_BLOCK
