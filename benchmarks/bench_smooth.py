@@ -92,7 +92,18 @@ lodestar                         rax
    ``lambda_loss`` time at the same shape, in the same process; lambda_loss is
    timed at each shape whenever any row of this section runs.
 
-``--quick`` runs all three at tiny shapes (4 x 64 for time and memory, 2 x 64
+4. *Forward-mode compile time*: the seconds of process CPU time (summed over
+   XLA's threads, so that a busy machine moves them less than wall time)
+   that :func:`jax.jit` takes to lower and compile :func:`jax.jvp` and a
+   Hessian-vector product (``jvp`` of ``grad``) of ``softmax_loss``,
+   ``poly1_softmax_loss``, ``listmle_loss`` and ``approx_ndcg_loss`` with
+   respect to the scores, at 1 x 1,000 and 8 x 1,000, with the labels closed
+   over (constants of the program, as in a step that holds its data) and
+   passed as arguments. JAX's in-memory caches are cleared before each
+   compilation; run it without a persistent compilation cache. The column
+   ``x softmax`` is each time over ``softmax_loss``'s at the same shape.
+
+``--quick`` runs all four at tiny shapes (4 x 64 for time and memory, 2 x 64
 for the iterations). Each loss is compiled once per shape, for both its
 memory and its timed rows.
 
@@ -123,9 +134,10 @@ Usage
     python benchmarks/bench_smooth.py --no-rax         # skip Rax even if present
 
 ``--only`` takes rows of any section: the five rows above, ``ranks_permutahedron``,
-the names of lodestar's losses (their training-size time and memory rows) and
-``sinkhorn`` (the iterations sweep). ``XLA_FLAGS`` is left as the environment
-sets it (normally unset); the header prints it.
+the names of lodestar's losses (their training-size time and memory rows),
+``sinkhorn`` (the iterations sweep) and ``forward_mode`` (the compile times).
+``XLA_FLAGS`` is left as the environment sets it (normally unset); the header
+prints it.
 """
 
 from __future__ import annotations
@@ -158,6 +170,11 @@ SINKHORN_SHAPE = (16, 1_000)
 QUICK_SINKHORN_SHAPE = (2, 64)
 SINKHORN_ITERATIONS = (0, 5, 50, 200)
 SINKHORN = "sinkhorn"
+FORWARD_MODE = "forward_mode"
+FORWARD_MODE_LOSSES = ("softmax_loss", "poly1_softmax_loss", "listmle_loss", "approx_ndcg_loss")
+FORWARD_MODE_SHAPES = ((1, 1_000), (8, 1_000))
+QUICK_FORWARD_MODE_SHAPES = ((1, 64),)
+FORWARD_MODE_BAR = "softmax_loss"  # the compile time every forward-mode row is divided by
 BAR = "lambda_loss"  # the time every loss is divided by
 NEURAL = "neural_ndcg_loss"
 NEURAL_MAX_PAIRS = 16_000_000  # NeuralNDCG is timed where lists * n * n is at most this
@@ -446,6 +463,61 @@ def sinkhorn_rows(shape, iterations) -> list:
     return rows
 
 
+def compile_cpu_seconds(function, *args) -> float:
+    """Process CPU seconds to lower and compile ``jax.jit(function)`` for ``args``, uncached."""
+    jax.clear_caches()
+    start = time.process_time()
+    jax.jit(function).lower(*args).compile()
+    return time.process_time() - start
+
+
+def jvp_of(loss, direction):
+    """``(s, y) ->`` the derivative of ``loss(s, y)`` along ``direction``."""
+    return lambda s, y: jax.jvp(lambda s: loss(s, y), (s,), (direction,))[1]
+
+
+def hvp_of(loss, direction):
+    """``(s, y) ->`` the Hessian of ``loss(s, y)`` times ``direction`` (jvp of grad)."""
+    return lambda s, y: jax.jvp(jax.grad(lambda s: loss(s, y)), (s,), (direction,))[1]
+
+
+def closed_over(function, labels):
+    """``s -> function(s, labels)``: the labels become constants of the program."""
+    return lambda s: function(s, labels)
+
+
+def forward_mode_rows(shapes, names=FORWARD_MODE_LOSSES, seed: int = 0) -> list:
+    """Compile seconds of ``jvp`` and of a Hessian-vector product, labels closed over or not."""
+    rng = np.random.default_rng(seed + 2)
+    rows = []
+    for batch, n in shapes:
+        scores, labels = (jnp.asarray(a) for a in make_batch(rng, batch, n))
+        direction = jnp.ones_like(scores)
+        shape_rows = []
+        for name in names:
+            loss = getattr(losses, name)
+            row = {"batch": batch, "n": n, "loss": name}
+            for kind, derivative in (("jvp", jvp_of), ("hvp", hvp_of)):
+                function = derivative(loss, direction)
+                row[f"{kind}_closed_s"] = compile_cpu_seconds(closed_over(function, labels), scores)
+                row[f"{kind}_argument_s"] = compile_cpu_seconds(function, scores, labels)
+            shape_rows.append(row)
+            print(
+                f"  forward mode {batch}x{n} {name:20s} jvp {row['jvp_closed_s']:.2f}s"
+                f" hvp {row['hvp_closed_s']:.2f}s (labels closed over)",
+                file=sys.stderr,
+                flush=True,
+            )
+        bar = next((r for r in shape_rows if r["loss"] == FORWARD_MODE_BAR), None)
+        for row in shape_rows:
+            for key in [key for key in row if key.endswith("_s")]:
+                row[key.removesuffix("_s") + "_over_softmax"] = (
+                    None if bar is None else row[key] / bar[key]
+                )
+        rows.extend(shape_rows)
+    return rows
+
+
 def timed_cell(entry, args, reps: int, max_run_bytes: float) -> dict:
     """Time a compiled executable when its temporaries fit in ``max_run_bytes``."""
     executable, memory, seconds = entry
@@ -587,10 +659,29 @@ def print_training(rows) -> None:
                 print(f"{r['batch']}x{r['n']} {r['loss']} ({key.split('_')[0]}): {r[key]}")
 
 
+def print_forward_mode(rows) -> None:
+    columns = ("jvp_closed", "jvp_argument", "hvp_closed", "hvp_argument")
+    head = f"{'shape':>10} {'loss':20} | " + " ".join(f"{c:>21}" for c in columns)
+    print()
+    print(
+        "Forward-mode compile time: CPU seconds of jit(jvp) and jit(jvp of grad), labels "
+        "closed over or passed, and x softmax_loss."
+    )
+    print(head)
+    print("-" * len(head))
+    for shape, r in common.rows_by_shape(rows, "-" * len(head)):
+        cells = []
+        for column in columns:
+            ratio = r[f"{column}_over_softmax"]
+            over = "-" if ratio is None else f"{ratio:.1f}x"
+            cells.append(f"{r[column + '_s']:>13.2f}s {over:>6}")
+        print(f"{shape:>10} {r['loss']:20} | " + " ".join(cells))
+
+
 def main(argv=None) -> int:
     parser = common.base_parser(__doc__.split("\n")[0], "tiny shapes, 1 repetition (CI smoke test)")
     parser.add_argument("--no-rax", action="store_true", help="skip Rax even if installed")
-    rows = (*LOSSES, RANKS, *TRAINING_LOSSES, SINKHORN)
+    rows = (*LOSSES, RANKS, *TRAINING_LOSSES, SINKHORN, FORWARD_MODE)
     parser.add_argument(
         "--only",
         metavar="ROWS",
@@ -611,6 +702,7 @@ def main(argv=None) -> int:
     training_shapes = QUICK_TRAINING_SHAPES if args.quick else TRAINING_SHAPES
     memory_shapes = QUICK_MEMORY_SHAPES if args.quick else MEMORY_SHAPES
     sinkhorn_shape = QUICK_SINKHORN_SHAPE if args.quick else SINKHORN_SHAPE
+    forward_mode_shapes = QUICK_FORWARD_MODE_SHAPES if args.quick else FORWARD_MODE_SHAPES
     only = None
     if args.only:
         only = {name.strip() for name in args.only.split(",") if name.strip()}
@@ -636,11 +728,18 @@ def main(argv=None) -> int:
     training = training_rows(
         training_shapes, reps, compiled, timed_names, args.seed, args.max_run_gib
     )
+    forward_mode = (
+        []
+        if only and FORWARD_MODE not in only
+        else forward_mode_rows(forward_mode_shapes, seed=args.seed)
+    )
     if results:
         print_table(results, rax_status, failures)
     if memory:
         print_memory(memory)
     print_sinkhorn(sinkhorn)
+    if forward_mode:
+        print_forward_mode(forward_mode)
     if training:
         print_training(training)
     if memory or training:
@@ -663,6 +762,7 @@ def main(argv=None) -> int:
         training=training,
         memory=memory,
         sinkhorn=sinkhorn,
+        forward_mode=forward_mode,
         settings={
             "max_run_gib": args.max_run_gib,
             "neural_max_pairs": NEURAL_MAX_PAIRS,

@@ -7,6 +7,13 @@ float64 to ``1e-9`` relative. Memory bars are XLA's temporaries of the
 compiled value and gradient, compiled without running.
 """
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import children
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,6 +28,7 @@ from lodestar.losses import _neural_ndcg
 F64 = jnp.float64
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 GiB = 2**30
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 # The ``*_t12n`` transformations make losses; they are not losses themselves.
 LOSSES = {name: getattr(losses, name) for name in losses.__all__ if name.endswith("_loss")}
@@ -195,6 +203,81 @@ def test_jvp_of_approx_ndcg_equals_the_gradient_at_every_length(n):
 
     tangent = jax.jvp(loss, (scores,), (direction,))[1]
     np.testing.assert_allclose(tangent, jnp.sum(jax.grad(loss)(scores) * direction), rtol=1e-9)
+
+
+def _listmle_in_numpy(scores, labels, valid):
+    """ListMLE's per-list value and gradient, by the definition, in O(n²) float64."""
+    values, gradient = [], np.zeros_like(scores)
+    for row in range(scores.shape[0]):
+        real = np.flatnonzero(valid[row])
+        order = real[np.argsort(-labels[row, real], kind="stable")]
+        x = scores[row, order]
+        suffix = np.logaddexp.accumulate(x[::-1])[::-1]  # log Σ_{q ≥ p} exp(x_q)
+        values.append(np.sum(suffix - x))
+        # d/dx_q: Σ_{p ≤ q} exp(x_q - suffix_p) - 1.
+        earlier = np.tril(np.ones((len(x), len(x)), bool))
+        share = np.where(earlier, np.exp(np.minimum(x[:, None] - suffix[None, :], 0)), 0)
+        gradient[row, order] = share.sum(axis=1) - 1
+    return np.array(values), gradient
+
+
+def test_listmle_on_lists_of_three_block_levels_matches_the_definition():
+    # 1,100 items with padding take three levels of ListMLE's blocked suffix
+    # log-sum-exp (8-item blocks, then 138 heads, then 18); scores spread over
+    # 1,000 would overflow a plain cumulative sum of exponentials in float64.
+    rng = np.random.default_rng(11)
+    shape = (2, 1_100)
+    scores = rng.normal(size=shape) * np.array([[1.0], [200.0]])
+    labels = rng.integers(0, 5, size=shape).astype(np.float64)
+    valid = np.ones(shape, bool)
+    valid[1, 1_037:] = False
+    direction = jnp.asarray(rng.normal(size=shape))
+    value, gradient = _listmle_in_numpy(scores, labels, valid)
+
+    def loss(s):
+        return losses.listmle_loss(s, labels, where=valid, reduction="sum")
+
+    @jax.jit
+    def derivatives(s):
+        hessian_times = jax.jvp(jax.grad(loss), (s,), (direction,))[1]
+        step = 1e-6
+        difference = jax.grad(loss)(s + step * direction) - jax.grad(loss)(s - step * direction)
+        return jax.value_and_grad(loss)(s), hessian_times, difference / (2 * step)
+
+    (ours, grad), hessian_times, difference = derivatives(jnp.asarray(scores))
+    np.testing.assert_allclose(ours, value.sum(), rtol=1e-12)
+    np.testing.assert_allclose(grad, gradient, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(hessian_times, difference, rtol=1e-5, atol=1e-8)
+    assert np.all(np.asarray(hessian_times)[~valid] == 0)
+
+
+@pytest.mark.slow
+def test_listmle_derivatives_compile_within_8x_of_softmax_loss():
+    # benchmarks/bench_smooth.py's forward-mode rows at 1 x 1,000, in a child
+    # without a persistent compilation cache (a cached program loads in
+    # milliseconds). Summed over jvp and jvp of grad, labels closed over and
+    # passed, ListMLE took 15-18x softmax_loss's CPU seconds when JAX
+    # differentiated lax.cumlogsumexp, and 3.4-4x since (decision 0029); 8x
+    # is wide of both on a busy machine.
+    code = (
+        "import json, sys, bench_smooth; json.dump(bench_smooth.forward_mode_rows("
+        "((1, 1000),), names=('softmax_loss', 'listmle_loss')), sys.stdout)"
+    )
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([children.SRC, str(BENCHMARKS)]),
+        "JAX_ENABLE_COMPILATION_CACHE": "false",
+    }
+    child = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    rows = {row["loss"]: row for row in json.loads(child.stdout)}
+    columns = ("jvp_closed_s", "jvp_argument_s", "hvp_closed_s", "hvp_argument_s")
+    listmle, softmax = (
+        sum(rows[name][c] for c in columns) for name in ("listmle_loss", "softmax_loss")
+    )
+    assert listmle < 8 * softmax, rows
 
 
 @pytest.mark.parametrize("method", smooth.METHODS)

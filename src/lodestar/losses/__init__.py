@@ -99,7 +99,10 @@ memory (decision 0044).
 ``epsilon`` and the factors of a :class:`LambdaWeight` may be traced, so that
 one compiled step anneals them. Concrete
 values are checked eagerly; a traced value outside its range makes the loss
-NaN (with a NaN gradient), never a plausible number.
+NaN (with a NaN gradient), never a plausible number. Each has its true
+derivative: :func:`jax.grad` or :func:`jax.jvp` with respect to the option,
+to learn or tune it, differentiates the loss as a finite difference would
+(what :func:`lambda_loss` holds fixed is its ranks and gains, not ``mu``).
 
 >>> step = jax.jit(lambda s, y, t: losses.approx_ndcg_loss(s, y, temperature=t))
 >>> print(f"{step(scores, labels, 0.5):.4f}", step(scores, labels, -1.0))

@@ -38,7 +38,9 @@ def _lambda_kernel(s, y, valid, w, temperature, mu, *, k, gain):
         if k is not None:
             # Pairs ranked wholly below k cannot change NDCG@k.
             delta = jnp.where(jnp.minimum(r_i, r_j) <= k, delta, 0)
-        lambdas = lax.stop_gradient((rho + mu * delta) * jnp.abs(g_i - g_j))
+        # rho and delta come from the stopped ranks; the gains are held fixed
+        # too. Only mu, an option a training step may learn, has a derivative.
+        lambdas = (rho + mu * delta) * lax.stop_gradient(jnp.abs(g_i - g_j))
         pair_loss = jax.nn.softplus(-(s_i - s_j) / temperature) / _LN2
         pair = valid_i & valid_j & (y_i > y_j)
         return jnp.where(pair, lambdas * pair_loss * w_i, 0)
