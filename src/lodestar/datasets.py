@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lodestar import _files, _validation
+from lodestar import _files, _slates, _validation
 from lodestar._validation import InvalidParameterError
 
 __all__ = ["RankingData", "load_svmlight", "synthetic_ltr"]
@@ -677,9 +677,18 @@ def load_svmlight(
     kept: slice | np.ndarray = slice(None)
     kept_tokens: slice | np.ndarray = slice(None)
     if max_list_size is not None and long_lists != "refuse":
-        kept = _kept_lines(layout, scanned.labels, max_list_size, long_lists, seed)
+        kept = _slates.kept_lines(
+            layout.starts,
+            layout.lengths,
+            layout.query,
+            layout.position,
+            scanned.labels,
+            max_list_size,
+            long_lists,
+            seed,
+        )
         kept_tokens = kept[token_line]
-        position = _positions_among(kept, layout)
+        position = _slates.positions_among(kept, layout.starts, layout.query)
     token_line = token_line[kept_tokens]
     features[query[token_line], position[token_line], ids[kept_tokens] - 1] = values[kept_tokens]
     labels = np.zeros(shape[:2], dtype=dtype)
@@ -704,66 +713,6 @@ def _check_long_lists(value, max_list_size: int | None) -> str:
             "is cut."
         )
     return long_lists
-
-
-def _kept_lines(
-    layout: _QueryLayout, labels: np.ndarray, max_list_size: int, long_lists: str, seed: int
-) -> np.ndarray:
-    """Which document lines a query longer than ``max_list_size`` keeps: a bool per line.
-
-    ``"truncate"`` keeps its first ``max_list_size``. ``"sample"`` draws
-    ``max_list_size`` without replacement, uniformly among the subsets that
-    hold a relevant document (label above 0) if the query has any: the
-    number of relevant ones kept is drawn from the hypergeometric
-    distribution given that it is at least 1, then which ones, and which of
-    the rest, uniformly. That is the distribution allRank's slates reach by
-    drawing again until a relevant document is in, without its unbounded
-    loop when relevant documents are rare.
-    """
-    if long_lists == "truncate":
-        return layout.position < max_list_size
-    kept = layout.lengths[layout.query] <= max_list_size
-    rng = np.random.default_rng(seed)
-    for start, length in zip(
-        layout.starts[layout.lengths > max_list_size],
-        layout.lengths[layout.lengths > max_list_size],
-        strict=True,
-    ):
-        relevant = labels[start : start + length] > 0
-        chosen_relevant = _relevant_count(rng, int(relevant.sum()), int(length), max_list_size)
-        for group, count in (
-            (relevant, chosen_relevant),
-            (~relevant, max_list_size - chosen_relevant),
-        ):
-            kept[start + rng.choice(np.flatnonzero(group), count, replace=False)] = True
-    return kept
-
-
-def _relevant_count(rng: np.random.Generator, relevant: int, length: int, size: int) -> int:
-    """How many of ``relevant`` documents in ``length`` a uniform ``size``-subset holds.
-
-    Drawn given that it holds at least one when ``relevant`` > 0: the
-    hypergeometric probabilities of the counts from that least one up, built
-    from the ratio of each to the one before.
-    """
-    others = length - relevant
-    low, high = max(1 if relevant else 0, size - others), min(relevant, size)
-    counts = np.arange(low, high)
-    log_ratios = (
-        np.log(relevant - counts)
-        + np.log(size - counts)
-        - np.log(counts + 1)
-        - np.log(others - size + counts + 1)
-    )
-    log_weights = np.concatenate([[0.0], np.cumsum(log_ratios)])
-    weights = np.exp(log_weights - log_weights.max())
-    return low + int(rng.choice(len(weights), p=weights / weights.sum()))
-
-
-def _positions_among(kept: np.ndarray, layout: _QueryLayout) -> np.ndarray:
-    """Each kept line's position among the kept lines of its query (others: unused)."""
-    before = np.cumsum(kept) - kept  # kept lines before each line
-    return before - before[layout.starts][layout.query]
 
 
 def _check_floating_dtype(dtype) -> np.dtype:
