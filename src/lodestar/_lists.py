@@ -100,7 +100,7 @@ def compute_dtype(*arrays: jax.Array):
 
 def valid(scores: jax.Array, where: jax.Array | None) -> jax.Array:
     """The mask of real items: ``where``, or all True."""
-    return jnp.ones(scores.shape, bool) if where is None else where
+    return jnp.ones_like(scores, dtype=bool) if where is None else where
 
 
 def floating(scores: jax.Array, labels: jax.Array, valid: jax.Array):

@@ -166,7 +166,7 @@ def export_checks() -> list[jax.export.DisabledSafetyCheck]:
 
 
 def export(
-    fun: Callable,
+    fun: jax.stages.Wrapped,
     *,
     platforms: Sequence[str] | None = None,
     disabled_checks: Sequence[jax.export.DisabledSafetyCheck] = (),

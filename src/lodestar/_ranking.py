@@ -506,9 +506,11 @@ def ascending_order(key: jax.Array) -> jax.Array:
     """
 
     def xla(key):
-        axis = key.ndim - 1
-        index = lax.broadcasted_iota(jnp.int32, key.shape, axis)
-        return lax.sort((key, index), dimension=axis, num_keys=1, is_stable=True)[1]
+        # The indices take the key's sharding and, inside a shard_map, the mesh
+        # axes it varies over: an iota alone would have neither.
+        index = lax.broadcasted_iota(jnp.int32, key.shape, key.ndim - 1)
+        index = index + jnp.zeros_like(key, dtype=jnp.int32)
+        return lax.sort((key, index), dimension=key.ndim - 1, num_keys=1, is_stable=True)[1]
 
     if not _native.applies():
         return xla(key)

@@ -295,9 +295,8 @@ def _batch_arrays(
     elif context.needs_ideal:
         batch_context["sorted_ideal_gains"] = -np.sort(-batch.items["label"], axis=-1)
     arrays = {"labels": batch.items["label"], "where": batch.where, "context": batch_context}
-    # Ranked here with the engine's NumPy sort, so that the jitted kernel holds
-    # no host callback and is kept in JAX's persistent compilation cache
-    # (decision 0018).
+    # Ranked here, outside the jitted kernel, once per batch: the kernel then
+    # takes the counts as data and serves every measure (decision 0018).
     above, tied = _ranking.host_tie_blocks(batch.items["score"], batch.where, ignore_ties)
     arrays["blocks"] = (above, tied)
     if uses_order:

@@ -378,7 +378,9 @@ def gumbel_t12n(
         def one(g):
             return fn(scores + beta * g, labels, **kwargs)
 
-        return jnp.mean(jax.lax.map(one, noise), axis=0)
+        # Checkpointed: the gradient recomputes each sample's loss from its
+        # noise instead of holding every sample's intermediates at once.
+        return jnp.mean(jax.lax.map(jax.checkpoint(one), noise), axis=0)
 
     fn_gumbel.__name__ = fn_gumbel.__qualname__ = name
     fn_gumbel.__doc__ = (

@@ -367,7 +367,7 @@ def _expected(lists: _kernel.RankedLists, k, level, *, exact_limit, grid, chunk,
 
     zero = jnp.zeros_like(floor)
     index = jnp.zeros((), wide)
-    state = (floor_num, floor_den, zero, zero, index, jnp.zeros(floor.shape, bool))
+    state = (floor_num, floor_den, zero, zero, index, jnp.zeros_like(floor, dtype=bool))
     area = lax.while_loop(more, round_, state)[3]
     return floor + area
 

@@ -46,7 +46,9 @@ def _block_means(tables, ranking, n, *, pairs=None):
     blocks = ranking.blocks
     start = jnp.minimum(blocks.above, n)
     size = blocks.tied.astype(tables.dtype)
-    zeros = jnp.zeros(tables.shape[1:], tables.dtype)
+    # Zeros that vary (inside a shard_map) as both the tables and the blocks
+    # do, so the loop's carry keeps one type.
+    zeros = jnp.zeros_like(tables[0]) + jnp.zeros_like(size)
     if ranking.ignore_ties:
         means = jnp.stack([_at(table, start) for table in tables])
         return means if pairs is None else (means, zeros)
@@ -63,7 +65,7 @@ def _block_means(tables, ranking, n, *, pairs=None):
             before = before + jnp.where(live, _at(earlier, at), 0)
         return sums, before, paired
 
-    initial = (jnp.zeros(tables.shape, tables.dtype), zeros, zeros)
+    initial = (jnp.zeros_like(tables) + zeros, zeros, zeros)
     sums, _, paired = lax.fori_loop(jnp.zeros((), steps.dtype), steps, add_offset, initial)
     means = sums / size
     return means if pairs is None else (means, paired)
@@ -137,7 +139,11 @@ def _ndcg_at_relevant(lists: _kernel.RankedLists, k, *, gain):
     blocks = lists.ranking.blocks
     position = jnp.arange(n)
     visible = position < cut[..., None]
-    discount = jnp.broadcast_to(_gains.discount_at(position.astype(dtype) + 1, 2.0), visible.shape)
+    # Added to zeros shaped (and sharded) as the lists, not broadcast to them:
+    # under explicit mesh axes the stack below needs one sharding.
+    discount = _gains.discount_at(position.astype(dtype) + 1, 2.0) + jnp.zeros_like(
+        visible, dtype=dtype
+    )
     # 1 / ideal DCG through position p (inclusive), constant from P on.
     ideal_here = _at(running, jnp.minimum(position + 1, count[..., None]))
     weight = jnp.where(visible & (ideal_here > 0), 1 / jnp.where(ideal_here > 0, ideal_here, 1), 0)

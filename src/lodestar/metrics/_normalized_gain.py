@@ -268,9 +268,19 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
         return lax.cond(flag, lambda: _pooled_terms(one, atoms), lambda: skip)
 
     def over_mixed_lists():
-        flat = jax.tree.map(lambda x: x.reshape(-1, n), blocks)
-        mixed_found, mixed_pooled = lax.map(per_list, (mixed.reshape(-1), flat))
-        return mixed_found.reshape(batch + (n,)), mixed_pooled.reshape(batch + (n,))
+        items = (mixed.reshape(-1), jax.tree.map(lambda x: x.reshape(-1, n), blocks))
+        spec = jax.typeof(found).sharding.spec
+        if any(spec):
+            # Lists sharded over explicit mesh axes: lax.map steps over whole
+            # lists, so it takes them gathered and gives the results back
+            # sharded as they came.
+            whole = jax.sharding.PartitionSpec()
+            items = jax.tree.map(lambda x: jax.sharding.reshard(x, whole), items)
+        mixed_terms = lax.map(per_list, items)
+        mixed_terms = [x.reshape(batch + (n,)) for x in mixed_terms]
+        if any(spec):
+            mixed_terms = [jax.sharding.reshard(x, spec) for x in mixed_terms]
+        return tuple(mixed_terms)
 
     # A batch with no mixed block (every batch with ignore_ties) skips the
     # loop over its lists, whose steps cost even when each one skips: 0.015 s
