@@ -127,9 +127,10 @@ def main(part):
             # shard_map fails there on one device as on eight.
             expected = {}
 
-            def one_device(how, per_list=per_list, expected=expected):
+            arrays = (scores, labels, where)
+
+            def one_device(how, per_list=per_list, expected=expected, arrays=arrays):
                 if how not in expected:
-                    arrays = (scores, labels, where)
                     expected[how] = per_block(per_list, *arrays, mapped=how == "shard_map")
                 return expected[how]
 
