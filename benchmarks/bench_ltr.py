@@ -62,7 +62,9 @@ Usage
 The rows are the losses in ``lodestar.losses.__all__``, so a new loss joins the
 benchmark without changes here, and the pairwise losses with lambda weights
 (``LAMBDAWEIGHT_ROWS``: ``pairwise_logistic_loss+dcg`` is
-``pairwise_logistic_loss(..., lambdaweight=dcg_lambdaweight(normalize=True))``).
+``pairwise_logistic_loss(..., lambdaweight=dcg_lambdaweight(normalize=True))``),
+and NDCG through the metric-to-loss transformations (``TRANSFORM_ROWS``:
+``approx_t12n``, ``bound_t12n``, and Gumbel sampling over ``approx_t12n``).
 A loss that needs a keyword this script cannot supply is listed as skipped; a
 loss that raises or gives a non-finite value, or LightGBM raising, fails the
 run (exit status 1) after the table is printed.
@@ -235,14 +237,44 @@ LAMBDAWEIGHT_ROWS = {
 }
 
 
+# The metric-to-loss transformations of NDCG (with the exp2 gain that the
+# benchmark's NDCG@10 measures), as Rax users write them.
+_APPROX_NDCG = losses.approx_t12n(metrics.ndcg)
+_BOUND_NDCG = losses.bound_t12n(metrics.ndcg)
+_GUMBEL_APPROX_NDCG = losses.gumbel_t12n(_APPROX_NDCG)
+
+
+def _approx_t12n_row(scores, labels, *, where=None):
+    return _APPROX_NDCG(scores, labels, where=where, gain=GAIN)
+
+
+def _bound_t12n_row(scores, labels, *, where=None):
+    return _BOUND_NDCG(scores, labels, where=where, gain=GAIN)
+
+
+def _gumbel_t12n_row(scores, labels, *, where=None, key):
+    return _GUMBEL_APPROX_NDCG(scores, labels, where=where, key=key, gain=GAIN)
+
+
+TRANSFORM_ROWS = {
+    "approx_t12n(ndcg)": _approx_t12n_row,
+    "bound_t12n(ndcg)": _bound_t12n_row,
+    "gumbel_t12n(approx_t12n(ndcg))": _gumbel_t12n_row,
+}
+
+
 def every_row() -> list[str]:
-    """The names ``--only`` takes: every loss of ``lodestar.losses``, then the weighted rows."""
-    return [name for name in losses.__all__ if name.endswith("_loss")] + list(LAMBDAWEIGHT_ROWS)
+    """The names ``--only`` takes: every loss of ``lodestar.losses``, then the composed rows."""
+    return [
+        *(name for name in losses.__all__ if name.endswith("_loss")),
+        *LAMBDAWEIGHT_ROWS,
+        *TRANSFORM_ROWS,
+    ]
 
 
 def loss_rows(only=None) -> tuple[dict, dict]:
-    """``({name: loss}, {name: why skipped})``: every loss of ``lodestar.losses``, and
-    :data:`LAMBDAWEIGHT_ROWS`."""
+    """``({name: loss}, {name: why skipped})``: every loss of ``lodestar.losses``,
+    :data:`LAMBDAWEIGHT_ROWS` and :data:`TRANSFORM_ROWS`."""
     rows, skipped = {}, {}
     for name in losses.__all__:
         if not name.endswith("_loss") or (only and name not in only):
@@ -260,6 +292,7 @@ def loss_rows(only=None) -> tuple[dict, dict]:
     for name, (loss_name, lambdaweight) in LAMBDAWEIGHT_ROWS.items():
         if (not only or name in only) and hasattr(losses, loss_name):
             rows[name] = functools.partial(getattr(losses, loss_name), lambdaweight=lambdaweight)
+    rows.update({name: loss for name, loss in TRANSFORM_ROWS.items() if not only or name in only})
     return rows, skipped
 
 

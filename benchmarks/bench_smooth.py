@@ -151,7 +151,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from lodestar import losses, smooth
+from lodestar import losses, metrics, smooth
 
 FULL_SHAPES = ((10_000, 100), (100, 1_000))
 QUICK_SHAPES = ((64, 16), (8, 64))
@@ -199,6 +199,59 @@ LOSS_ORDER = (
 TRAINING_LOSSES = (
     *(name for name in LOSS_ORDER if name in losses.__all__),
     *(name for name in losses.__all__ if name not in LOSS_ORDER and name.endswith("_loss")),
+)
+
+# Losses composed from lodestar's parts, in the memory table only: a pairwise
+# loss with each lambda weight (normalized, as Rax's with normalize=True), and
+# the metric-to-loss transformations of NDCG. Each row: lodestar's loss and a
+# builder of Rax's, or None where Rax has no one function for it.
+_GUMBEL_KEY = 0
+
+
+# The weights' options: the DCG weights normalized (labeldiff has no option).
+_WEIGHT_OPTIONS = {
+    "labeldiff_lambdaweight": {},
+    "dcg_lambdaweight": {"normalize": True},
+    "dcg2_lambdaweight": {"normalize": True},
+}
+
+
+def _rax_weighted(name):
+    def build(rax):
+        weight = functools.partial(getattr(rax, name), **_WEIGHT_OPTIONS[name])
+        return functools.partial(rax.pairwise_logistic_loss, lambdaweight_fn=weight)
+
+    return build
+
+
+def _rax_gumbel(rax):
+    transformed = rax.gumbel_t12n(rax.approx_t12n(rax.ndcg_metric))
+    return lambda s, y: transformed(s, y, key=jax.random.PRNGKey(_GUMBEL_KEY))
+
+
+COMPOSED = {
+    f"pairwise_logistic_loss + {name}": (
+        functools.partial(
+            losses.pairwise_logistic_loss,
+            lambdaweight=getattr(losses, name)(**_WEIGHT_OPTIONS[name]),
+        ),
+        _rax_weighted(name),
+    )
+    for name in _WEIGHT_OPTIONS
+}
+COMPOSED["approx_t12n(ndcg)"] = (
+    losses.approx_t12n(metrics.ndcg),
+    lambda rax: rax.approx_t12n(rax.ndcg_metric),
+)
+COMPOSED["bound_t12n(ndcg)"] = (
+    losses.bound_t12n(metrics.ndcg),
+    lambda rax: rax.bound_t12n(rax.ndcg_metric),
+)
+COMPOSED["gumbel_t12n(approx_t12n(ndcg))"] = (
+    lambda s, y: losses.gumbel_t12n(losses.approx_t12n(metrics.ndcg))(
+        s, y, key=jax.random.key(_GUMBEL_KEY)
+    ),
+    _rax_gumbel,
 )
 
 
@@ -254,6 +307,8 @@ def lodestar_fns():
 
 def lodestar_loss(name: str):
     """``lodestar.losses.<name>`` with its defaults (``lambda_loss`` with ``mu=MU``)."""
+    if name in COMPOSED:
+        return COMPOSED[name][0]
     loss = getattr(losses, name)
     if name == "lambda_loss":
         return functools.partial(loss, mu=MU)
@@ -298,6 +353,7 @@ def rax_losses(rax) -> tuple[dict, dict]:
         "pairwise_soft_zero_one_loss": lambda: rax.pairwise_soft_zero_one_loss,
         "lambda_loss": lambda: lambda_full,
         "approx_ndcg_loss": lambda: rax.approx_t12n(rax.ndcg_metric),
+        **{name: functools.partial(build, rax) for name, (_, build) in COMPOSED.items()},
     }
     trial = make_batch(np.random.default_rng(2), 2, 5)
     fns, failures = {}, {}
@@ -681,7 +737,7 @@ def print_forward_mode(rows) -> None:
 def main(argv=None) -> int:
     parser = common.base_parser(__doc__.split("\n")[0], "tiny shapes, 1 repetition (CI smoke test)")
     parser.add_argument("--no-rax", action="store_true", help="skip Rax even if installed")
-    rows = (*LOSSES, RANKS, *TRAINING_LOSSES, SINKHORN, FORWARD_MODE)
+    rows = (*LOSSES, RANKS, *TRAINING_LOSSES, *COMPOSED, SINKHORN, FORWARD_MODE)
     parser.add_argument(
         "--only",
         metavar="ROWS",
@@ -719,7 +775,8 @@ def main(argv=None) -> int:
     rax_loss_fns, failures = rax_losses(rax)
     results = run(shapes, rank_shapes, reps, rax_loss_fns, only, args.seed)
     compiled = Compiled(rax_loss_fns)
-    memory = memory_rows(memory_shapes, compiled, names)
+    composed = [name for name in COMPOSED if not only or name in only]
+    memory = memory_rows(memory_shapes, compiled, [*names, *composed])
     sinkhorn = (
         []
         if only and SINKHORN not in only

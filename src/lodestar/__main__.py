@@ -19,6 +19,7 @@ def main() -> None:
         # be raised before console() reaches its own handler.
         console()
     except BaseException as error:
+        _interrupt.reporting()
         if not _interrupt.caused_by_interrupt(error):
             raise
         print("lodestar: interrupted", file=sys.stderr)

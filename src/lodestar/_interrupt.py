@@ -16,9 +16,13 @@ is, and three places misbehave (decision 0033):
 remembered; inside an import it is tried again every :data:`RETRY_SECONDS`
 (SIGALRM) until it comes outside one; once raised, no other is raised (the
 retry is disarmed, and a further Ctrl-C is only remembered) unless a
-finaliser swallowed it, which :func:`quiet_swallowed_interrupt` sees. The
-long loops also call :func:`raise_if_interrupted` between their steps, for
-platforms without SIGALRM.
+finaliser swallowed it, which :func:`quiet_swallowed_interrupt` sees, or it
+has not reached the program's handler :data:`SWALLOWED_SECONDS` later: JAX's
+tracing catches every exception in places (a bare ``except:`` around a
+pytree's key paths) and went on to compile for 10 s. The handler that
+reports it calls :func:`reporting` first. The long loops also call
+:func:`raise_if_interrupted` between their steps, for platforms without
+SIGALRM.
 
 Some extension modules catch everything while they import their C parts and
 raise an ImportError of their own from it (NumPy's "C-extensions failed"):
@@ -39,16 +43,31 @@ if TYPE_CHECKING:
 RETRY_SECONDS = 0.02
 """How often an interrupt that came inside an import, or was swallowed, is tried again."""
 
+SWALLOWED_SECONDS = 0.25
+"""How long a raised interrupt may take to reach the program's handler before it is raised again."""
+
 # Ctrl-C came: the program ends with status 130 at the latest at the next check.
 _pending = False
 # Its KeyboardInterrupt was raised and is on its way up to the program's
 # handler: no retry is armed, and no other is raised. A finaliser that
 # swallows it clears this (quiet_swallowed_interrupt).
 _raised = False
+# The program's handler has the interrupt in hand and reports it: no other is
+# raised, whatever comes.
+_reporting = False
+# The code of the functions whose ``except`` reports the interrupt (those that
+# called install): while one of them runs its own lines, an interrupt on its
+# way there is not raised again.
+_handler_codes: set = set()
 
 
 def install() -> None:
-    """Handle Ctrl-C as the program must, unless SIGINT is ignored (a background job) or taken."""
+    """Handle Ctrl-C as the program must, unless SIGINT is ignored (a background job) or taken.
+
+    The caller is the program's handler: its ``except`` clause reports the
+    interrupt, and starts by calling :func:`reporting`.
+    """
+    _handler_codes.add(sys._getframe(1).f_code)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, note_interrupt)
         if hasattr(signal, "setitimer"):
@@ -76,9 +95,20 @@ def note_interrupt(signum, frame) -> None:
     as a traceback.
     """
     global _pending
+    if signum != signal.SIGINT and not _pending:
+        return  # a retry for an interrupt that has been dealt with since
     _pending = True
-    if _raised:
+    if _reporting:
         return
+    if _raised:
+        # A further Ctrl-C is only remembered. The retry armed by _raise finds
+        # the interrupt not yet in the handler's hands: something caught it and
+        # went on, so it is raised again, unless the handler is about to take it.
+        if signum == signal.SIGINT:
+            return
+        if frame is not None and frame.f_code in _handler_codes:
+            _arm(SWALLOWED_SECONDS)
+            return
     if _inside_import(frame):
         # Raised as soon as the import is over, not at the next check: that
         # can be a whole batch of evaluation later (12 s, on a loaded machine).
@@ -89,7 +119,7 @@ def note_interrupt(signum, frame) -> None:
 
 def raise_if_interrupted() -> None:
     """Raise KeyboardInterrupt if the program was interrupted and the interrupt was swallowed."""
-    if _pending:
+    if _pending and not _reporting:
         _raise()
 
 
@@ -110,19 +140,30 @@ def quiet_swallowed_interrupt(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
+def reporting() -> None:
+    """The program's handler has the interrupt: raise no other, and disarm the retry."""
+    global _reporting
+    _reporting = True
+    _arm(0)
+
+
 def _raise() -> NoReturn:
-    """Raise the remembered interrupt, with no retry left to raise it again."""
+    """Raise the remembered interrupt, again :data:`SWALLOWED_SECONDS` later if it is caught."""
     global _raised
     _raised = True
-    if hasattr(signal, "setitimer"):
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    _arm(SWALLOWED_SECONDS)
     raise KeyboardInterrupt
 
 
 def _try_again_soon() -> None:
     """Try the remembered interrupt again in :data:`RETRY_SECONDS` (where SIGALRM exists)."""
+    _arm(RETRY_SECONDS)
+
+
+def _arm(seconds: float) -> None:
+    """SIGALRM in ``seconds`` (0: none), where the platform has it."""
     if hasattr(signal, "setitimer"):
-        signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
 
 def _inside_import(frame) -> bool:

@@ -925,6 +925,7 @@ def console() -> None:
         # Ctrl-C, or an import it interrupted that raised an error of its own
         # (NumPy's "C-extensions failed"). A second Ctrl-C while the note is
         # written is only remembered (lodestar._interrupt).
+        _interrupt.reporting()
         if not _interrupt.caused_by_interrupt(error):
             raise
         _terminal.note("interrupted")
