@@ -49,8 +49,8 @@ if [ "$DRY_RUN" = 1 ]; then
     PYTEST_ARGS="${GPU_CHECK_PYTEST_ARGS:-tests/test_bench.py}"
     MODE=cpu-dry-run
 else
-    # cuda first, so it is the default backend; cpu too, because jax.pure_callback
-    # (the engine's host method) places its arguments on a CPU device.
+    # cuda first, so it is the default backend; cpu too, so that the tests that
+    # compare the CPU's route (lodestar's compiled kernels) with XLA's run there.
     export JAX_PLATFORMS=cuda,cpu
     SHAPES=(1000000x100 10000x10000)
     SMOOTH=(--reps 3 --only approx_ndcg,softmax,lambda_full)

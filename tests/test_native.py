@@ -319,6 +319,23 @@ def test_the_kernels_are_loaded_in_the_test_environment():
     assert _native.applies()
 
 
+def test_without_a_cpu_backend_the_kernels_are_unused_without_a_note(monkeypatch):
+    # JAX_PLATFORMS=cuda leaves no CPU to run them on: nothing is refused, so
+    # nothing is said (a note there would blame kernels that never apply).
+    def local_devices(*args, backend=None, **kwargs):
+        if backend == "cpu":
+            raise RuntimeError("Unknown backend cpu")
+        return jax.devices()
+
+    notes = []
+    monkeypatch.setattr(_native, "_state", None)
+    monkeypatch.setattr(_native, "note", notes.append)
+    monkeypatch.setattr(jax, "local_devices", local_devices)
+    assert not _native.loaded()
+    assert _native.refusal() is None
+    assert notes == []
+
+
 # --- the environment switch, in fresh processes -------------------------------------
 
 # Writes each measure of KEYS on 600-item tied float64 lists,

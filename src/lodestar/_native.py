@@ -88,6 +88,10 @@ def _load() -> tuple[bool, str | None]:
     if _not_registered is not None:
         return False, _not_registered or None
     try:
+        jax.local_devices(backend="cpu")
+    except RuntimeError:  # JAX_PLATFORMS without cpu: nothing to run them on, nothing to say
+        return False, None
+    try:
         _check()
     except Exception as error:  # a jaxlib whose FFI refuses handlers built for another
         return False, f"they failed their check ({type(error).__name__}: {error})"
