@@ -611,7 +611,15 @@ def test_the_compilation_cache_spares_a_new_process_the_compilation(tmp_path):
         *("tie_blocks", "stable_argsort", "largest", "descending_gains"),
         *("_native_tie_blocks", "ascending_order"),
     }
-    assert [name for name in runs[1]["traced"] if name not in around_the_kernels] == ["call"]
+    # JAX 0.8.0 also reports the jitted jax.numpy functions traced inside
+    # those programs (jnp.negative, jnp.where's _where, ...); later JAX inlines them.
+    import jax.numpy as jnp
+
+    def inside_a_program(name):
+        return hasattr(jnp, name) or (name.startswith("_") and name not in around_the_kernels)
+
+    traced = [name for name in runs[1]["traced"] if not inside_a_program(name)]
+    assert [name for name in traced if name not in around_the_kernels] == ["call"]
     assert any((cache / "lodestar-kernels").iterdir())
 
 
