@@ -32,11 +32,16 @@ PLOTS = ROOT / "docs" / "_static" / "benchmarks"
 
 # The results each part of the page shows.
 SOURCES = {
-    "exact": "cpu_exact_20261205b.json",
+    "exact": "cpu_exact_20261207.json",
+    # The same rows on XLA's route (LODESTAR_KERNELS=xla), lodestar alone.
+    "exact_xla": "cpu_exact_20261207_xla.json",
     "exact_large": "cpu_exact_20261130_large.json",
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
     "smooth_training": "cpu_smooth_20261204.json",
+    # The lambda-weighted losses, the NDCG transformations and ListMLE (its
+    # suffix log-sum-exp blocked since), compiled only.
+    "smooth_composed": "cpu_smooth_20261207_memory.json",
     "cli": "cpu_cli_20261205c.json",
     "ltr": "cpu_ltr_20261203.json",
     "long_ties": "cpu_long_ties_20261205.json",
@@ -227,6 +232,42 @@ def exact_table(series: list[dict]) -> str:
             f"| {r['shape']} | {r['metric']} | {r['engine']} | {_ms(r['lodestar_ms'])} "
             f"| {_ratio(r['vs_jnp_sort'])} | {_ratio(r['vs_np_sort'])} | {_ratio(r['vs_rax'])} "
             f"| {_ratio(r['vs_sklearn'])} | {peak} |"
+        )
+    return "\n".join(lines)
+
+
+def routes_series(native: dict, xla: dict) -> list[dict]:
+    """Per row timed on both routes: the kernels' time, XLA's, and each over ``np.sort``."""
+    on_xla = {(shape_of(r), _metric_label(r)): r for r in xla["results"] if r.get("lodestar_ms")}
+    series = []
+    for row in native["results"]:
+        other = on_xla.get((shape_of(row), _metric_label(row)))
+        if row.get("lodestar_ms") is None or other is None:
+            continue
+        series.append(
+            {
+                "shape": shape_of(row),
+                "metric": _metric_label(row),
+                "kernels_ms": row["lodestar_ms"],
+                "xla_ms": other["lodestar_ms"],
+                "kernels_over_np_sort": speedup(row["lodestar_ms"], row.get("np_sort_ms")),
+                "xla_over_np_sort": speedup(other["lodestar_ms"], other.get("np_sort_ms")),
+            }
+        )
+    return series
+
+
+def routes_table(series: list[dict]) -> str:
+    lines = [
+        "| shape | metric | kernels ms | XLA's sort ms | XLA ÷ kernels "
+        "| kernels ÷ np.sort | XLA ÷ np.sort |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in series:
+        lines.append(
+            f"| {r['shape']} | {r['metric']} | {_ms(r['kernels_ms'])} | {_ms(r['xla_ms'])} "
+            f"| {_ratio(speedup(r['xla_ms'], r['kernels_ms']))} "
+            f"| {_ratio(r['kernels_over_np_sort'])} | {_ratio(r['xla_over_np_sort'])} |"
         )
     return "\n".join(lines)
 
@@ -514,6 +555,7 @@ def tables() -> dict[str, str]:
         "long_ties": long_ties_table(load("long_ties")),
         "python_api": python_api_table(load("python_api")),
         "exact": exact_table(exact_series(exact)),
+        "routes": routes_table(routes_series(exact, load("exact_xla"))),
         "memory": memory_table(memory_series(exact)),
         "exact_large": large_table(exact_series(load("exact_large"))),
         "smooth": smooth_table(
@@ -526,6 +568,9 @@ def tables() -> dict[str, str]:
             earlier_label="2026-12-01 run",
         ),
         "smooth_memory": smooth_memory_table(smooth_memory_series(load("smooth_training"))),
+        "smooth_memory_composed": smooth_memory_table(
+            smooth_memory_series(load("smooth_composed"))
+        ),
         "smooth_sinkhorn": sinkhorn_table(load("smooth_training")),
         "smooth_training": smooth_training_table(smooth_training_series(load("smooth_training"))),
     }
