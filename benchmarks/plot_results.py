@@ -43,7 +43,7 @@ SOURCES = {
     # suffix log-sum-exp blocked since), compiled only.
     "smooth_composed": "cpu_smooth_20261207_memory.json",
     "cli": "cpu_cli_20261205c.json",
-    "ltr": "cpu_ltr_20261203.json",
+    "ltr": "cpu_ltr_20261207.json",
     "long_ties": "cpu_long_ties_20261205.json",
     "python_api": "cpu_python_api_20261205.json",
 }
