@@ -65,6 +65,11 @@ benchmark without changes here, and the pairwise losses with lambda weights
 ``pairwise_logistic_loss(..., lambdaweight=dcg_lambdaweight(normalize=True))``),
 and NDCG through the metric-to-loss transformations (``TRANSFORM_ROWS``:
 ``approx_t12n``, ``bound_t12n``, and Gumbel sampling over ``approx_t12n``).
+Rax 0.4.0's counterparts (``rax <name>``: its softmax, ListMLE, pairwise
+logistic, hinge, MSE and QR losses, the logistic loss with its normalized
+``dcg_lambdaweight``, and its ``approx_t12n`` and ``bound_t12n`` of
+``ndcg_metric``) train beside them where Rax is installed (``--no-rax``
+leaves them out; ``--quick`` always does).
 A loss that needs a keyword this script cannot supply is listed as skipped; a
 loss that raises or gives a non-finite value, or LightGBM raising, fails the
 run (exit status 1) after the table is printed.
@@ -261,6 +266,35 @@ TRANSFORM_ROWS = {
     "bound_t12n(ndcg)": _bound_t12n_row,
     "gumbel_t12n(approx_t12n(ndcg))": _gumbel_t12n_row,
 }
+
+
+def rax_rows(rax) -> dict:
+    """Rax 0.4.0's counterparts, trained the same way: ``{"rax <name>": loss}``.
+
+    Rax masks padding with ``where=`` too; its NDCG gains are 2**label - 1,
+    the benchmark's. Empty without Rax.
+    """
+    if rax is None:
+        return {}
+    dcg = functools.partial(rax.dcg_lambdaweight, normalize=True)
+    builders = {
+        "softmax_loss": rax.softmax_loss,
+        "listmle_loss": rax.listmle_loss,
+        "pairwise_logistic_loss": rax.pairwise_logistic_loss,
+        "pairwise_hinge_loss": rax.pairwise_hinge_loss,
+        "pairwise_mse_loss": rax.pairwise_mse_loss,
+        "pairwise_qr_loss": rax.pairwise_qr_loss,
+        "pairwise_logistic_loss+dcg": functools.partial(
+            rax.pairwise_logistic_loss, lambdaweight_fn=dcg
+        ),
+        "approx_t12n(ndcg)": rax.approx_t12n(rax.ndcg_metric),
+        "bound_t12n(ndcg)": rax.bound_t12n(rax.ndcg_metric),
+    }
+
+    def masked(loss):
+        return lambda scores, labels, *, where=None: loss(scores, labels, where=where)
+
+    return {f"rax {name}": masked(loss) for name, loss in builders.items()}
 
 
 def every_row() -> list[str]:
@@ -571,6 +605,7 @@ def main(argv=None) -> int:
     parser.add_argument("--learning-rate", type=float, help="Adam's step size (default 1e-3)")
     parser.add_argument("--only", metavar="LOSSES", help="comma-separated losses to run")
     parser.add_argument("--no-lightgbm", action="store_true", help="skip LightGBM's row")
+    parser.add_argument("--no-rax", action="store_true", help="skip Rax's rows")
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else Settings()
     changes = {
@@ -583,7 +618,7 @@ def main(argv=None) -> int:
     only = None
     if args.only:
         only = {name.strip() for name in args.only.split(",") if name.strip()}
-        unknown = only - set(every_row())
+        unknown = {name for name in only - set(every_row()) if not name.startswith("rax ")}
         if unknown:
             parser.error(f"unknown losses {sorted(unknown)}; choose among {every_row()}")
 
@@ -614,6 +649,10 @@ def main(argv=None) -> int:
     if lgb is None:
         print(f"NOTE: LightGBM's row is left out ({lgb_status}); pip install -e '.[bench]'.")
     loss_fns, skipped = loss_rows(only)
+    rax, rax_status = common.import_rax(args.no_rax or args.quick)
+    if rax is None:
+        print(f"NOTE: Rax's rows are left out ({rax_status}).")
+    loss_fns.update({k: v for k, v in rax_rows(rax).items() if not only or k in only})
     results, failures = run(data, settings, loss_fns, lgb)
     summary = summarise(results)
     print_table(summary, settings)

@@ -170,9 +170,11 @@ def test_the_ltr_benchmark_rows_are_every_loss_it_can_call(monkeypatch):
 
     rows, skipped = bench_ltr.loss_rows(None)
     every_loss = [name for name in losses.__all__ if name.endswith("_loss")]
-    assert sorted([*rows, *skipped]) == sorted([*every_loss, *bench_ltr.LAMBDAWEIGHT_ROWS])
-    assert bench_ltr.every_row() == [*every_loss, *bench_ltr.LAMBDAWEIGHT_ROWS]
+    composed = [*bench_ltr.LAMBDAWEIGHT_ROWS, *bench_ltr.TRANSFORM_ROWS]
+    assert sorted([*rows, *skipped]) == sorted([*every_loss, *composed])
+    assert bench_ltr.every_row() == [*every_loss, *composed]
     assert "softmax_loss" in rows and "pairwise_logistic_loss+dcg" in rows
+    assert "gumbel_t12n(approx_t12n(ndcg))" in rows
 
     def needs_more(scores, labels, *, where=None, margin):
         return jnp.sum(scores)
@@ -186,5 +188,5 @@ def test_the_ltr_benchmark_rows_are_every_loss_it_can_call(monkeypatch):
     )
     monkeypatch.setattr(bench_ltr, "losses", fake)
     rows, skipped = bench_ltr.loss_rows(None)
-    assert list(rows) == ["softmax_loss"]
+    assert [name for name in rows if name not in bench_ltr.TRANSFORM_ROWS] == ["softmax_loss"]
     assert skipped == {"needs_more_loss": "needs margin, which this benchmark does not supply"}
