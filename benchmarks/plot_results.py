@@ -725,7 +725,7 @@ def _draw_ltr(plt, data: dict, path: Path) -> None:
     positions = list(range(len(rows)))
     colors = [
         "tab:gray" if r["valid_ndcg10"] is None else "tab:orange" if "lightgbm" in r["row"]
-        else "tab:blue"
+        else "tab:green" if r["row"].startswith("rax ") else "tab:blue"
         for r in rows
     ]  # fmt: skip
     ax.barh(
@@ -741,7 +741,8 @@ def _draw_ltr(plt, data: dict, path: Path) -> None:
     ax.set_xlabel("held-out exact NDCG@10 (gain 2^label − 1), mean ± std over seeds")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(
-        f"LightGBM's lambdarank example: an MLP per lodestar loss, and LightGBM\n"
+        f"LightGBM's lambdarank example: an MLP per lodestar loss (blue), per Rax loss "
+        f"(green), and LightGBM\n"
         f"({data['source']})",
         fontsize=10,
     )
