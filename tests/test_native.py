@@ -443,8 +443,8 @@ _EXPORT_CHILD = textwrap.dedent(
     for path in sys.argv[1:]:
         with open(path, "rb") as serialized:
             exported = jax.export.deserialize(bytearray(serialized.read()))
-        arrays = np.load(path + ".npz")
-        results = exported.call(arrays["scores"], arrays["labels"])
+        with np.load(path + ".npz") as arrays:
+            results = exported.call(arrays["scores"], arrays["labels"])
         np.savez(path + ".out.npz", **{key: np.asarray(v) for key, v in results.items()})
     """
 )
@@ -494,10 +494,10 @@ def _export_and_compare_in_a_fresh_process(tmp_path, groups):
     )
     assert result.returncode == 0, result.stderr[-4000:]
     for path, parent in zip(paths, in_parent, strict=True):
-        child = np.load(path + ".out.npz")
-        assert set(child) == set(parent)
-        for key, values in parent.items():
-            assert np.array_equal(child[key], np.asarray(values), equal_nan=True), key
+        with np.load(path + ".out.npz") as child:  # closed here, not by the collector
+            assert set(child) == set(parent)
+            for key, values in parent.items():
+                assert np.array_equal(child[key], np.asarray(values), equal_nan=True), key
 
 
 def test_export_with_a_symbolic_batch_runs_identically_in_a_fresh_process(tmp_path):
