@@ -314,12 +314,20 @@ def _descending_key(scores):
     return jnp.invert(scores)
 
 
+def _positions_like(x: jax.Array) -> jax.Array:
+    """int32 positions along the last axis, shaped as ``x``, sharded and varying as it is.
+
+    Inside a ``shard_map`` an iota alone varies over no mesh axis, and under
+    explicit mesh axes it is not sharded: sorted beside ``x``, it must be both.
+    """
+    index = lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+    return index + jnp.zeros_like(x, dtype=jnp.int32)
+
+
 def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
     n = scores.shape[-1]
     axis = scores.ndim - 1
-    index = lax.broadcasted_iota(
-        jnp.int32, scores.shape, axis, out_sharding=jax.typeof(scores).sharding
-    )
+    index = _positions_like(scores)
     padding_last = jnp.logical_not(valid).astype(jnp.int8)
     keys = [padding_last, _descending_key(scores)]
     if ignore_ties:
@@ -506,10 +514,7 @@ def ascending_order(key: jax.Array) -> jax.Array:
     """
 
     def xla(key):
-        # The indices take the key's sharding and, inside a shard_map, the mesh
-        # axes it varies over: an iota alone would have neither.
-        index = lax.broadcasted_iota(jnp.int32, key.shape, key.ndim - 1)
-        index = index + jnp.zeros_like(key, dtype=jnp.int32)
+        index = _positions_like(key)
         return lax.sort((key, index), dimension=key.ndim - 1, num_keys=1, is_stable=True)[1]
 
     if not _native.applies():
