@@ -29,6 +29,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -77,7 +81,16 @@ struct RowKeys {
   ffi::DataType type;
   int64_t n;
 
-  void Fill(int64_t row, Key* keys) const {
+  // With `valid` (the row's mask), the keys of padding are 0: below every
+  // real key but the smallest integer's, which Candidates allows for.
+  void Fill(int64_t row, Key* keys, const bool* valid = nullptr) const {
+    FillKeys(row, keys);
+    if (valid != nullptr) {
+      for (int64_t i = 0; i < n; ++i) keys[i] &= Key(0) - Key(valid[i]);
+    }
+  }
+
+  void FillKeys(int64_t row, Key* keys) const {
     switch (type) {
 #define LODESTAR_CASE(DTYPE, CTYPE, FN)                                         \
   case ffi::DataType::DTYPE: {                                                  \
@@ -435,71 +448,107 @@ ffi::Error ArgsortImpl(ffi::ThreadPool pool, ffi::AnyBuffer keys,
 
 // ---------------------------------------------------------------- candidates
 
-// The items of a row that may be among its k largest real keys (1 <= k <= n),
-// in row order; returns how many. Cut into k groups of consecutive items,
-// the row holds k items at least as large as the smallest group maximum (a
-// group of padding alone has maximum 0, which keeps every real item), so no
-// item below that bound is among the k largest, and every item equal to the
-// k-th largest is kept. Branch-free: two passes over the keys.
+// Bit j set where keys[j] >= bound, for count <= 64 keys.
 template <typename Key>
-int64_t Candidates(const Key* keys, const bool* valid, int64_t n, int64_t k, uint32_t* out) {
-  Key bound = std::numeric_limits<Key>::max();
-  for (int64_t group = 0; group < k; ++group) {
-    const int64_t start = group * n / k, stop = (group + 1) * n / k;
-    Key largest = 0;
-    for (int64_t i = start; i < stop; ++i) {
-      largest = std::max(largest, (valid == nullptr || valid[i]) ? keys[i] : Key(0));
-    }
-    bound = std::min(bound, largest);
+inline uint64_t MarkAtLeast(const Key* keys, int64_t count, Key bound) {
+  uint64_t marked = 0;
+  for (int64_t j = 0; j < count; ++j) marked |= uint64_t(keys[j] >= bound) << j;
+  return marked;
+}
+
+#if defined(__SSE2__)
+// Four keys to a comparison (SSE2 is part of every x86-64): unsigned order
+// is signed order after flipping the sign bits.
+template <>
+inline uint64_t MarkAtLeast<uint32_t>(const uint32_t* keys, int64_t count, uint32_t bound) {
+  const __m128i sign = _mm_set1_epi32(std::numeric_limits<int32_t>::min());
+  const __m128i signed_bound = _mm_xor_si128(_mm_set1_epi32(int32_t(bound)), sign);
+  uint64_t below = 0;
+  int64_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(keys + j));
+    const __m128i is_below = _mm_cmpgt_epi32(signed_bound, _mm_xor_si128(block, sign));
+    below |= uint64_t(_mm_movemask_ps(_mm_castsi128_ps(is_below))) << j;
   }
+  uint64_t marked = j == 64 ? ~below : ~below & ((uint64_t(1) << j) - 1);
+  for (; j < count; ++j) marked |= uint64_t(keys[j] >= bound) << j;
+  return marked;
+}
+#endif
+
+// The items of a row that may be among its k largest real keys (1 <= k <= n),
+// in row order; returns how many. With `valid`, the keys of padding must be 0
+// (RowKeys::Fill). Cut into k groups, the row holds k items at least as large
+// as the smallest group maximum, so no item below that bound is among the k
+// largest, and every item equal to the k-th largest is kept. Group j holds
+// the items i with i % k == j: the maxima are an element-wise maximum of the
+// row's consecutive k-item chunks, which vectorises. A bound of 0 (a group of
+// padding alone, or a real key of 0) keeps every real item.
+template <typename Key>
+int64_t Candidates(const Key* keys, const bool* valid, int64_t n, int64_t k, Key* maxima,
+                   uint32_t* out) {
+  std::fill(maxima, maxima + k, Key(0));
+  int64_t chunk = 0;
+  for (; chunk + k <= n; chunk += k) {
+    const Key* chunk_keys = keys + chunk;
+    for (int64_t j = 0; j < k; ++j) maxima[j] = std::max(maxima[j], chunk_keys[j]);
+  }
+  for (int64_t j = 0; chunk + j < n; ++j) maxima[j] = std::max(maxima[j], keys[chunk + j]);
+  Key bound = maxima[0];
+  for (int64_t j = 1; j < k; ++j) bound = std::min(bound, maxima[j]);
   int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    out[count] = uint32_t(i);
-    count += (valid == nullptr || valid[i]) & (keys[i] >= bound);
+  if (bound == 0) {
+    for (int64_t i = 0; i < n; ++i) {
+      out[count] = uint32_t(i);
+      count += valid == nullptr || valid[i];
+    }
+    return count;
+  }
+  // Padding's key 0 is below the bound. The survivors of 64 items at a time
+  // are marked in a word and read off it, a step per survivor.
+  for (int64_t base = 0; base < n; base += 64) {
+    uint64_t marked = MarkAtLeast(keys + base, std::min<int64_t>(64, n - base), bound);
+    for (; marked != 0; marked &= marked - 1) {
+      out[count++] = uint32_t(base + __builtin_ctzll(marked));
+    }
   }
   return count;
 }
 
 // Up to this many candidates, each one's rank among them is counted (m^2
 // comparisons, branch-free and vectorised); more, and they are selected.
-constexpr int64_t kCountedMax = 48;
+constexpr int64_t kCountedMax = 64;
 
 // For each of m keys, how many of them are strictly larger (above) and equal
-// (tied, itself included).
+// (tied, itself included). The inner loop runs over the counted keys, so the
+// counts stay in vector registers and nothing is summed across lanes.
+template <typename Key>
+inline void CountRanksOf(const Key* keys, int64_t m, int32_t* above, int32_t* tied) {
+  std::fill(above, above + m, 0);
+  std::fill(tied, tied + m, 0);
+  for (int64_t j = 0; j < m; ++j) {
+    const Key other = keys[j];
+    for (int64_t i = 0; i < m; ++i) {
+      above[i] += other > keys[i];
+      tied[i] += other == keys[i];
+    }
+  }
+}
+
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-__attribute__((target_clones("avx2", "default")))
+#define LODESTAR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define LODESTAR_VECTOR_CLONES
 #endif
-void CountRanks32(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) {
-  for (int64_t i = 0; i < m; ++i) {
-    const uint32_t key = keys[i];
-    int32_t larger = 0, equal = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      larger += keys[j] > key;
-      equal += keys[j] == key;
-    }
-    above[i] = larger;
-    tied[i] = equal;
-  }
+
+LODESTAR_VECTOR_CLONES
+void CountRanks(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) {
+  CountRanksOf(keys, m, above, tied);
 }
 
-void CountRanks64(const uint64_t* keys, int64_t m, int32_t* above, int32_t* tied) {
-  for (int64_t i = 0; i < m; ++i) {
-    const uint64_t key = keys[i];
-    int32_t larger = 0, equal = 0;
-    for (int64_t j = 0; j < m; ++j) {
-      larger += keys[j] > key;
-      equal += keys[j] == key;
-    }
-    above[i] = larger;
-    tied[i] = equal;
-  }
-}
-
-inline void CountRanks(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) {
-  CountRanks32(keys, m, above, tied);
-}
-inline void CountRanks(const uint64_t* keys, int64_t m, int32_t* above, int32_t* tied) {
-  CountRanks64(keys, m, above, tied);
+LODESTAR_VECTOR_CLONES
+void CountRanks(const uint64_t* keys, int64_t m, int32_t* above, int32_t* tied) {
+  CountRanksOf(keys, m, above, tied);
 }
 
 // ------------------------------------------------------------ largest values
@@ -523,6 +572,7 @@ void LargestRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Va
   std::vector<Key> keys(n);
   std::vector<Slot> buffer(k);  // descending by key
   std::vector<uint32_t> candidates(n);
+  std::vector<Key> maxima(n);
   std::vector<Key> candidate_keys(kCountedMax);
   std::vector<int32_t> above(kCountedMax), tied(kCountedMax);
   std::vector<Entry> entries;
@@ -532,7 +582,7 @@ void LargestRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Va
     Value* row_top = top + row * k;
     int64_t count = 0;
     const bool buffered = k <= kBufferedMaxK;
-    const int64_t found = buffered ? Candidates(keys.data(), nullptr, n, k, candidates.data()) : n;
+    const int64_t found = buffered ? Candidates(keys.data(), nullptr, n, k, maxima.data(), candidates.data()) : n;
     if (buffered && found <= kCountedMax) {
       // Each candidate fills the slots of its block that lie in the top k;
       // the block covering the k-th slot is its run's length.
@@ -712,67 +762,75 @@ ffi::Error DescendingGainsImpl(ffi::ThreadPool pool, ffi::AnyBuffer values,
 
 // ------------------------------------------------------------- weighted sum
 
-// Per row, sum_i values[i] * m[i] over the real items, m[i] being the mean of
-// a positional table over the positions item i's tie block spans: the exact
+// Sums over one row at a time, with the scratch space of one thread.
+//
+// sum_i values[i] * m[i] over the real items, m[i] being the mean of a
+// positional table over the positions item i's tie block spans: the exact
 // tie-averaged value of sum_p table[p] * values[item at p] (DCG, with gains
 // as values and discounts as the table). `table` holds the n + 1 prefix sums
 // W of the positional table. With 0 < k < n only blocks starting before k
-// count (the table is zero from k on): the k largest keys are kept while the
-// row is read once, and only items at or above the k-th are summed.
+// count (the table is zero from k on), and only the candidates for the k
+// largest keys are looked at.
 template <typename Entry, typename Value>
-void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Value* values,
-                     const bool* valid, const Value* table, int64_t k, Value* out,
-                     int64_t first, int64_t last) {
+class RowSums {
+ public:
   using Key = typename EntryKey<Entry>::type;
-  const int64_t n = source.n;
-  std::vector<Key> keys(n);
-  std::vector<Entry> entries(n), scratch(n);
-  std::vector<uint32_t> counts[kBucketDepth];
-  std::vector<Key> top(k > 0 ? k : 0);  // descending
-  std::vector<Value> slot_mean(k > 0 ? k : 0);
-  std::vector<uint32_t> candidates(n);
-  std::vector<Key> candidate_keys(kCountedMax);
-  std::vector<int32_t> above(kCountedMax), tied(kCountedMax);
-  auto mean = [&](int64_t start, int64_t size) {
-    const int64_t stop = std::min(start + size, n);
-    return (table[stop] - table[std::min(start, n)]) / Value(size);
-  };
-  for (int64_t row = first; row < last; ++row) {
-    source.Fill(row, keys.data());
-    const Value* row_values = values + row * n;
-    const bool* row_valid = valid + row * n;
-    Value total = 0;
-    if (k <= 0) {
-      int64_t real = 0;
-      for (int64_t i = n - 1; i >= 0; --i) {
-        if (row_valid[i]) entries[real++] = Entry::Make(Key(~keys[i]), uint32_t(i));
-      }
-      SortEntries(entries.data(), entries.data() + real, scratch.data(), counts);
-      int64_t start = 0;
-      while (start < real) {
-        int64_t stop = start + 1;
-        while (stop < real && entries[stop].key() == entries[start].key()) ++stop;
-        const Value block_mean = mean(start, stop - start);
-        for (int64_t p = start; p < stop; ++p) total += row_values[entries[p].tie()] * block_mean;
-        start = stop;
-      }
-      out[row] = total;
-      continue;
+
+  RowSums(int64_t n, int64_t k, const Value* table)
+      : n_(n), k_(k), table_(table), keys_(n), entries_(n), scratch_(n), candidates_(n),
+        maxima_(n), candidate_keys_(kCountedMax), above_(kCountedMax), tied_(kCountedMax),
+        top_(k > 0 ? k : 0), slot_mean_(k > 0 ? k : 0) {}
+
+  // `keys` are the row's order keys, padding's 0 (RowKeys::Fill with valid).
+  Value Sum(const Key* keys, const bool* valid, const Value* values) {
+    return k_ > 0 ? Top(keys, valid, values) : Full(keys, valid, values);
+  }
+
+ private:
+  Value Mean(int64_t start, int64_t size) const {
+    const int64_t stop = std::min(start + size, n_);
+    return (table_[stop] - table_[std::min(start, n_)]) / Value(size);
+  }
+
+  // Whole rows: the real items sorted, their blocks read off in order.
+  Value Full(const Key* keys, const bool* valid, const Value* values) {
+    Entry* entries = entries_.data();
+    int64_t real = 0;
+    for (int64_t i = n_ - 1; i >= 0; --i) {
+      if (valid == nullptr || valid[i]) entries[real++] = Entry::Make(Key(~keys[i]), uint32_t(i));
     }
-    // The k largest keys of the real items (fewer if the row has fewer),
-    // picked from the candidates, which hold every item at or above the k-th.
-    const int64_t found = Candidates(keys.data(), row_valid, n, k, candidates.data());
+    SortEntries(entries, entries + real, scratch_.data(), counts_);
+    Value total = 0;
+    for (int64_t start = 0; start < real;) {
+      int64_t stop = start + 1;
+      while (stop < real && entries[stop].key() == entries[start].key()) ++stop;
+      const Value block_mean = Mean(start, stop - start);
+      for (int64_t p = start; p < stop; ++p) total += values[entries[p].tie()] * block_mean;
+      start = stop;
+    }
+    return total;
+  }
+
+  // The top k: the candidates, ranked by counting when few, else selected.
+  Value Top(const Key* keys, const bool* valid, const Value* values) {
+    const int64_t k = k_;
+    uint32_t* candidates = candidates_.data();
+    const int64_t found = Candidates(keys, valid, n_, k, maxima_.data(), candidates);
+    Value total = 0;
     if (found <= kCountedMax) {
       // Each candidate's block from its rank among them: every item above a
       // candidate, and every item tied with it, is a candidate too.
+      Key* candidate_keys = candidate_keys_.data();
       for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
-      CountRanks(candidate_keys.data(), found, above.data(), tied.data());
+      CountRanks(candidate_keys, found, above_.data(), tied_.data());
       for (int64_t c = 0; c < found; ++c) {
-        if (above[c] < k) total += row_values[candidates[c]] * mean(above[c], tied[c]);
+        if (above_[c] < k) total += values[candidates[c]] * Mean(above_[c], tied_[c]);
       }
-      out[row] = total;
-      continue;
+      return total;
     }
+    // The k largest keys of the real items, kept sorted while the candidates
+    // are read (fewer if the row has fewer real items).
+    Key* top = top_.data();
     int64_t kept = 0;
     for (int64_t c = 0; c < found; ++c) {
       const Key key = keys[candidates[c]];
@@ -781,10 +839,7 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       for (; j > 0 && top[j - 1] < key; --j) top[j] = top[j - 1];
       top[j] = key;
     }
-    if (kept == 0) {
-      out[row] = 0;
-      continue;
-    }
+    if (kept == 0) return 0;
     // A run of equal keys in the top is a block; the last one's block may
     // continue past the top k, so it is counted over the candidates.
     const Key threshold = top[kept - 1];
@@ -794,8 +849,8 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       int64_t stop = start + 1;
       while (stop < kept && top[stop] == top[start]) ++stop;
       const int64_t size = top[start] == threshold ? at_threshold : stop - start;
-      const Value block_mean = mean(start, size);
-      for (int64_t p = start; p < stop; ++p) slot_mean[p] = block_mean;
+      const Value block_mean = Mean(start, size);
+      for (int64_t p = start; p < stop; ++p) slot_mean_[p] = block_mean;
       start = stop;
     }
     for (int64_t c = 0; c < found; ++c) {
@@ -805,16 +860,181 @@ void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, cons
       // The slot of the first top key equal to this one (top is descending).
       int64_t slot = 0;
       while (top[slot] > key) ++slot;
-      total += row_values[item] * slot_mean[slot];
+      total += values[item] * slot_mean_[slot];
     }
-    out[row] = total;
+    return total;
+  }
+
+  const int64_t n_, k_;
+  const Value* table_;
+  std::vector<Key> keys_;
+  std::vector<Entry> entries_, scratch_;
+  std::vector<uint32_t> counts_[kBucketDepth];
+  std::vector<uint32_t> candidates_;
+  std::vector<Key> maxima_, candidate_keys_;
+  std::vector<int32_t> above_, tied_;
+  std::vector<Key> top_;  // descending
+  std::vector<Value> slot_mean_;
+};
+
+// Each value's histogram slot: a real value that is a whole number in
+// [0, kSmallGains) its own, a negative one 0 (the ideal counts it as 0), and
+// padding kSmallGains + 1. Returns whether every real value had a slot of its
+// own (NaN has none); `highest` receives the largest real slot.
+template <typename Value>
+inline bool SmallWholeSlots(const Value* values, const bool* valid, int64_t n, int32_t* slots,
+                            int32_t* highest) {
+  int32_t other = 0, top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const Value value = values[i];
+    const Value positive = value > Value(0) ? value : Value(0);
+    const Value clamped = positive < Value(kSmallGains) ? positive : Value(kSmallGains);
+    const int32_t slot = int32_t(clamped);
+    const int32_t real = valid[i];
+    other |= real & ((value != value) | (Value(slot) != positive) | (slot == kSmallGains));
+    slots[i] = real ? slot : kSmallGains + 1;
+    top = std::max(top, real ? slot : 0);
+  }
+  *highest = std::min(top, kSmallGains - 1);
+  return other == 0;
+}
+
+#if defined(__SSE2__)
+// Four floats to a step.
+template <>
+inline bool SmallWholeSlots<float>(const float* values, const bool* valid, int64_t n,
+                                   int32_t* slots, int32_t* highest) {
+  const __m128 zero = _mm_setzero_ps();
+  const __m128 limit = _mm_set1_ps(float(kSmallGains));
+  const __m128i none = _mm_set1_epi32(kSmallGains);
+  const __m128i padding = _mm_set1_epi32(kSmallGains + 1);
+  const __m128i zero_bits = _mm_setzero_si128();
+  __m128i other = zero_bits, top = zero_bits;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 value = _mm_loadu_ps(values + i);
+    const __m128 is_nan = _mm_cmpunord_ps(value, value);
+    const __m128 positive = _mm_max_ps(value, zero);  // NaN gives 0; is_nan keeps it
+    const __m128i slot = _mm_cvttps_epi32(_mm_min_ps(positive, limit));
+    const __m128 inexact = _mm_cmpneq_ps(_mm_cvtepi32_ps(slot), positive);
+    const __m128i bad = _mm_or_si128(_mm_castps_si128(_mm_or_ps(is_nan, inexact)),
+                                     _mm_cmpeq_epi32(slot, none));
+    int32_t four_valid;
+    std::memcpy(&four_valid, valid + i, sizeof(four_valid));
+    const __m128i bytes = _mm_cvtsi32_si128(four_valid);
+    const __m128i real = _mm_cmpgt_epi32(
+        _mm_unpacklo_epi16(_mm_unpacklo_epi8(bytes, zero_bits), zero_bits), zero_bits);
+    other = _mm_or_si128(other, _mm_and_si128(bad, real));
+    const __m128i real_slot = _mm_and_si128(real, slot);
+    // top = max(top, real_slot) for slots in [0, 64]: signed compare is fine.
+    const __m128i greater = _mm_cmpgt_epi32(real_slot, top);
+    top = _mm_or_si128(_mm_and_si128(greater, real_slot), _mm_andnot_si128(greater, top));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(slots + i),
+                     _mm_or_si128(real_slot, _mm_andnot_si128(real, padding)));
+  }
+  int32_t lanes[4], tops[4];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), other);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(tops), top);
+  bool small = (lanes[0] | lanes[1] | lanes[2] | lanes[3]) == 0;
+  int32_t best = std::max(std::max(tops[0], tops[1]), std::max(tops[2], tops[3]));
+  for (; i < n; ++i) {
+    const float value = values[i];
+    const float positive = value > 0.0f ? value : 0.0f;
+    const float clamped = positive < float(kSmallGains) ? positive : float(kSmallGains);
+    const int32_t slot = int32_t(clamped);
+    if (valid[i]) {
+      small &= !(value != value) && float(slot) == positive && slot != kSmallGains;
+      best = std::max(best, slot);
+      slots[i] = slot;
+    } else {
+      slots[i] = kSmallGains + 1;
+    }
+  }
+  *highest = std::min(best, kSmallGains - 1);
+  return small;
+}
+#endif
+
+// The entries that sort a floating type's own order keys.
+template <typename Value>
+using EntryOf = std::conditional_t<sizeof(Value) == 8, Wide, Packed>;
+
+// The ideal of a row: RowSums::Sum for the row ranked by its own values,
+// negative values counted as 0 (the ideal DCG of the gains). Equal values are
+// interchangeable, so small whole numbers are counted, not ranked.
+template <typename Value>
+class IdealSums {
+ public:
+  using Key = typename EntryKey<EntryOf<Value>>::type;
+
+  IdealSums(int64_t n, int64_t k, const Value* table)
+      : n_(n), k_(k), table_(table), sums_(n, k, table), keys_(n), positive_(n), slots_(n) {}
+
+  // `valid` is the row's mask of real items.
+
+  Value Ideal(const Value* values, const bool* valid) {
+    int32_t* slots = slots_.data();
+    int32_t highest = 0;
+    const bool small = SmallWholeSlots(values, valid, n_, slots, &highest);
+    if (small) {
+      // Four histograms, so that runs of one value do not wait on one counter.
+      int32_t histograms[4][kSmallGains + 2] = {};
+      for (int64_t i = 0; i < n_; ++i) ++histograms[i & 3][slots[i]];
+      const int64_t last = k_ > 0 ? std::min(k_, n_) : n_;
+      Value total = 0;
+      int64_t start = 0;
+      for (int gain = highest; gain > 0 && start < last; --gain) {
+        const int64_t count = histograms[0][gain] + histograms[1][gain] +
+                              histograms[2][gain] + histograms[3][gain];
+        if (count == 0) continue;
+        total += Value(gain) * (table_[start + count] - table_[start]);
+        start += count;
+      }
+      return total;
+    }
+    Key* keys = keys_.data();
+    for (int64_t i = 0; i < n_; ++i) {
+      const Value value = values[i];
+      positive_[i] = value < 0 ? Value(0) : value;
+      keys[i] = FloatKey<Value, Key>(positive_[i]) & (Key(0) - Key(valid[i]));
+    }
+    return sums_.Sum(keys, valid, positive_.data());
+  }
+
+ private:
+  const int64_t n_, k_;
+  const Value* table_;
+  RowSums<EntryOf<Value>, Value> sums_;
+  std::vector<Key> keys_;
+  std::vector<Value> positive_;
+  std::vector<int32_t> slots_;
+};
+
+// Per row: the weighted sum of `values` ranked by the scores, and with
+// `ideal`, the ideal's (RowSums::Ideal) too.
+template <typename Entry, typename Value>
+void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Value* values,
+                     const bool* valid, const Value* table, int64_t k, Value* out,
+                     Value* ideal, int64_t first, int64_t last) {
+  const int64_t n = source.n;
+  RowSums<Entry, Value> sums(n, k, table);
+  std::unique_ptr<IdealSums<Value>> ideals;
+  if (ideal != nullptr) ideals = std::make_unique<IdealSums<Value>>(n, k, table);
+  std::vector<typename EntryKey<Entry>::type> keys(n);
+  for (int64_t row = first; row < last; ++row) {
+    const Value* row_values = values + row * n;
+    const bool* row_valid = valid + row * n;
+    source.Fill(row, keys.data(), row_valid);
+    out[row] = sums.Sum(keys.data(), row_valid, row_values);
+    if (ideal != nullptr) ideal[row] = ideals->Ideal(row_values, row_valid);
   }
 }
 
 template <typename Value>
 ffi::Error WeightedSumTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& scores,
-                           ffi::AnyBuffer& values, ffi::Buffer<ffi::PRED>& valid,
-                           ffi::AnyBuffer& table, int64_t k, ffi::Result<ffi::AnyBuffer>& out) {
+                            ffi::AnyBuffer& values, ffi::Buffer<ffi::PRED>& valid,
+                            ffi::AnyBuffer& table, int64_t k, Value* out_data,
+                            Value* ideal_data) {
   const ffi::DataType type = scores.element_type();
   int64_t rows, n;
   RowsAndLength(scores.dimensions(), &rows, &n);
@@ -826,40 +1046,69 @@ ffi::Error WeightedSumTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& scores,
   const Value* value_data = static_cast<const Value*>(values.untyped_data());
   const Value* table_data = static_cast<const Value*>(table.untyped_data());
   const bool* valid_data = valid.typed_data();
-  Value* out_data = static_cast<Value*>(out->untyped_data());
   if (k >= n) k = 0;
   if (IsWide(type)) {
     RowKeys<uint64_t> source{scores.untyped_data(), type, n};
     ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
       WeightedSumRows<Wide, Value>(source, value_data, valid_data, table_data, k, out_data,
-                                   first, last);
+                                   ideal_data, first, last);
     });
   } else {
     RowKeys<uint32_t> source{scores.untyped_data(), type, n};
     ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
       WeightedSumRows<Packed, Value>(source, value_data, valid_data, table_data, k, out_data,
-                                     first, last);
+                                     ideal_data, first, last);
     });
   }
   return ffi::Error::Success();
 }
 
+ffi::Error CheckWeightedSumTypes(ffi::AnyBuffer& scores, ffi::AnyBuffer& values,
+                                 ffi::AnyBuffer& table, ffi::DataType out_type) {
+  if (!IsSupported(scores.element_type())) return Unsupported(scores.element_type());
+  if (values.element_type() != table.element_type() || values.element_type() != out_type) {
+    return ffi::Error::InvalidArgument("lodestar weighted sum: values and table differ in type");
+  }
+  if (values.element_type() != ffi::DataType::F32 && values.element_type() != ffi::DataType::F64) {
+    return Unsupported(values.element_type());
+  }
+  return ffi::Error::Success();
+}
+
+template <typename Value>
+Value* DataOf(ffi::Result<ffi::AnyBuffer>& buffer) {
+  return static_cast<Value*>(buffer->untyped_data());
+}
+
 ffi::Error WeightedSumImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores, ffi::AnyBuffer values,
                            ffi::Buffer<ffi::PRED> valid, ffi::AnyBuffer table, int64_t k,
                            ffi::Result<ffi::AnyBuffer> out) {
-  if (!IsSupported(scores.element_type())) return Unsupported(scores.element_type());
-  if (values.element_type() != table.element_type() ||
-      values.element_type() != out->element_type()) {
-    return ffi::Error::InvalidArgument("lodestar weighted sum: values and table differ in type");
+  ffi::Error checked = CheckWeightedSumTypes(scores, values, table, out->element_type());
+  if (checked.failure()) return checked;
+  if (values.element_type() == ffi::DataType::F32) {
+    return WeightedSumTyped<float>(pool, scores, values, valid, table, k, DataOf<float>(out),
+                                   nullptr);
   }
-  switch (values.element_type()) {
-    case ffi::DataType::F32:
-      return WeightedSumTyped<float>(pool, scores, values, valid, table, k, out);
-    case ffi::DataType::F64:
-      return WeightedSumTyped<double>(pool, scores, values, valid, table, k, out);
-    default:
-      return Unsupported(values.element_type());
+  return WeightedSumTyped<double>(pool, scores, values, valid, table, k, DataOf<double>(out),
+                                  nullptr);
+}
+
+ffi::Error WeightedSumAndIdealImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
+                                   ffi::AnyBuffer values, ffi::Buffer<ffi::PRED> valid,
+                                   ffi::AnyBuffer table, int64_t k,
+                                   ffi::Result<ffi::AnyBuffer> out,
+                                   ffi::Result<ffi::AnyBuffer> ideal) {
+  ffi::Error checked = CheckWeightedSumTypes(scores, values, table, out->element_type());
+  if (checked.failure()) return checked;
+  if (ideal->element_type() != out->element_type()) {
+    return ffi::Error::InvalidArgument("lodestar weighted sum: results differ in type");
   }
+  if (values.element_type() == ffi::DataType::F32) {
+    return WeightedSumTyped<float>(pool, scores, values, valid, table, k, DataOf<float>(out),
+                                   DataOf<float>(ideal));
+  }
+  return WeightedSumTyped<double>(pool, scores, values, valid, table, k, DataOf<double>(out),
+                                  DataOf<double>(ideal));
 }
 
 }  // namespace
@@ -897,6 +1146,17 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSum, WeightedSumImpl,
                                   .Attr<int64_t>("k")
                                   .Ret<ffi::AnyBuffer>());
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSumAndIdeal, WeightedSumAndIdealImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Attr<int64_t>("k")
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarDescendingGains, DescendingGainsImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -919,6 +1179,7 @@ PyObject* Targets(PyObject*, PyObject*) {
       {"lodestar_largest", reinterpret_cast<void*>(LodestarLargest)},
       {"lodestar_descending_gains", reinterpret_cast<void*>(LodestarDescendingGains)},
       {"lodestar_weighted_sum", reinterpret_cast<void*>(LodestarWeightedSum)},
+      {"lodestar_weighted_sum_and_ideal", reinterpret_cast<void*>(LodestarWeightedSumAndIdeal)},
   };
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;

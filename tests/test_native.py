@@ -212,6 +212,57 @@ def test_the_weighted_sum_kernel_averages_ties_as_the_oracle_does(dtype):
             np.testing.assert_allclose(found, want, rtol=rtol, atol=rtol, err_msg=f"k={k}")
 
 
+def _ideal_oracle(values, valid, table):
+    """Each row's real values, negative ones as 0, largest first, weighted by ``table``."""
+    positive = np.where(valid, np.maximum(values, 0), -np.inf)
+    ordered = -np.sort(-positive, axis=-1)  # NaN last in the sort, first here
+    ordered = np.where(np.isneginf(ordered), 0, ordered)
+    return np.sum(ordered * table, axis=-1)
+
+
+def _ideal_values(kind, shape, rng):
+    if kind == "graded":  # counted into a histogram
+        return rng.integers(0, 5, shape).astype(np.float64)
+    if kind == "exp2 gains":  # 2^label - 1: still counted
+        return 2.0 ** rng.integers(0, 6, shape) - 1
+    if kind == "negative":  # counted: a negative gain is 0 in the ideal
+        return rng.integers(-3, 4, shape).astype(np.float64)
+    if kind == "large":  # 64 and above: ranked, not counted
+        return rng.integers(0, 70, shape).astype(np.float64)
+    if kind == "fractions":
+        return np.round(rng.normal(size=shape), 1)
+    values = rng.integers(0, 5, shape).astype(np.float64)
+    values[1, 3] = np.nan  # one NaN sends its row to the ranked route
+    return values
+
+
+@pytest.mark.parametrize(
+    "kind", ["graded", "exp2 gains", "negative", "large", "fractions", "with NaN"]
+)
+@pytest.mark.parametrize("score_dtype", [np.float32, np.float64, np.int8], ids=lambda d: d.__name__)
+def test_the_fused_ideal_is_the_dcg_of_the_values_ranked_by_themselves(kind, score_dtype):
+    # The kernel that ranks a row for its DCG also gives the ideal's: counted
+    # when every real value is a small whole number, else ranked. Rows of
+    # lengths that do and do not fill the vector steps, with padding.
+    rng = np.random.default_rng(8)
+    for n in (70, 7):
+        scores, valid = _lists(score_dtype, (6, n), seed=5)
+        values = _ideal_values(kind, (6, n), rng)
+        discounts = 1 / np.log2(np.arange(2, n + 2))
+        for value_dtype, rtol in ((np.float64, 1e-13), (np.float32, 1e-6)):
+            for k in (0, 1, SHORT_K, 10, n - 1, n):
+                table = np.where(np.arange(n) < (k or n), discounts, 0).astype(value_dtype)
+                cumulative = np.concatenate([[0], np.cumsum(table)]).astype(value_dtype)
+                typed = values.astype(value_dtype)
+                found, ideal = _native.weighted_sum_and_ideal(scores, typed, valid, cumulative, k)
+                assert found.dtype == ideal.dtype == value_dtype
+                alone = _native.weighted_sum(scores, typed, valid, cumulative, k)
+                np.testing.assert_array_equal(found, alone)
+                want = _ideal_oracle(values, valid, table.astype(np.float64))
+                np.testing.assert_allclose(ideal, want, rtol=rtol, atol=rtol, err_msg=f"{n=} {k=}")
+                assert np.isnan(ideal).any() == (kind == "with NaN")
+
+
 @pytest.mark.parametrize(
     "dtype", tiers.params(FLOATS, default=(np.float64,), ids=["float32", "float64"])
 )

@@ -180,7 +180,7 @@ def ideal_candidates(gains: jax.Array, valid: jax.Array) -> jax.Array:
     return jnp.where(valid, gains, -jnp.inf)
 
 
-def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
+def ideal_dcg(gains, valid, *, k, rank_k=None) -> jax.Array:
     """DCG of each list ranked by its own gains (base 2), padding excluded.
 
     Equal gains are interchangeable, so any order of them gives the exact
@@ -192,8 +192,6 @@ def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
       k: Positions from ``k`` on count for nothing; a Python int or traced.
       rank_k: A static cut-off: only the ``rank_k`` largest gains are
         looked at. None looks at every gain.
-      top_gains: The ``rank_k`` largest of :func:`ideal_candidates`, descending,
-        if already found (one host sort serves a list's scores and gains).
 
     Returns:
       ``(...)`` ideal DCG, in the gains' dtype.
@@ -202,8 +200,7 @@ def ideal_dcg(gains, valid, *, k, rank_k=None, top_gains=None) -> jax.Array:
     table = discount_table(n, k=k, log_base=2.0, dtype=gains.dtype)
     if rank_k is not None:
         # Only the k largest gains matter: their values and a dot product.
-        if top_gains is None:
-            top_gains = _ranking.largest_values(ideal_candidates(gains, valid), rank_k)
+        top_gains = _ranking.largest_values(ideal_candidates(gains, valid), rank_k)
         top = jnp.where(top_gains == -jnp.inf, 0, top_gains)
         return jnp.sum(top * jnp.diff(table)[:rank_k], axis=-1)
     if n >= _ranking.ORDER_BY_SORT_MIN_N:

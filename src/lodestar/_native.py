@@ -44,6 +44,7 @@ TARGETS = (
     "lodestar_largest",
     "lodestar_descending_gains",
     "lodestar_weighted_sum",
+    "lodestar_weighted_sum_and_ideal",
 )
 
 
@@ -285,4 +286,27 @@ def weighted_sum(
     out = _result(scores, values.dtype, scores.shape[:-1])
     return _call(
         "lodestar_weighted_sum", out, scores, values, valid, cumulative_table, k=np.int64(k)
+    )
+
+
+def weighted_sum_and_ideal(
+    scores: jax.Array, values: jax.Array, valid: jax.Array, cumulative_table: jax.Array, k: int
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`weighted_sum`, and the same sum over each row ranked by its own values.
+
+    The ideal's ranking counts negative values as 0, and padding not at all:
+    with gains and discounts, the ideal DCG. Small whole-number values (graded
+    labels, their gains) are counted into a histogram instead of ranked.
+    """
+    valid = jnp.broadcast_to(valid, scores.shape)
+    values = jnp.broadcast_to(values, scores.shape)
+    out = _result(scores, values.dtype, scores.shape[:-1])
+    return _call(
+        "lodestar_weighted_sum_and_ideal",
+        (out, out),
+        scores,
+        values,
+        valid,
+        cumulative_table,
+        k=np.int64(k),
     )

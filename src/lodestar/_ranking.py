@@ -625,7 +625,7 @@ def block_weighted_sum(
     k: int | None = None,
     ignore_ties: bool = False,
     method: str = "auto",
-    largest_of: None = None,
+    ideal: None = None,
 ) -> jax.Array: ...
 
 
@@ -639,7 +639,7 @@ def block_weighted_sum(
     k: int | None = None,
     ignore_ties: bool = False,
     method: str = "auto",
-    largest_of: jax.Array,
+    ideal: Callable[[], jax.Array],
 ) -> tuple[jax.Array, jax.Array]: ...
 
 
@@ -652,7 +652,7 @@ def block_weighted_sum(
     k: int | None = None,
     ignore_ties: bool = False,
     method: str = "auto",
-    largest_of: jax.Array | None = None,
+    ideal: Callable[[], jax.Array] | None = None,
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """``sum_i values[i] * m[i]`` per list, ``m[i]`` the block mean of a positional table.
 
@@ -678,20 +678,19 @@ def block_weighted_sum(
       k: Cut-off; only blocks starting before it count.
       ignore_ties: Break ties by descending index instead of averaging.
       method: One of :data:`METHODS`.
-      largest_of: ``(..., n)`` values (padding masked to the lowest) whose
-        ``k`` largest are wanted as well, as NDCG's ideal wants its gains'.
-        On the top-k path one selection pass serves both. Needs ``k``.
+      ideal: Asks for the ideal's sum as well: the same sum over each list
+        ranked by its own values, negative values counting as 0 (with gains
+        and discounts, the ideal DCG). Where the compiled kernels apply, the
+        pass over each row that ranks it gives the ideal too; elsewhere this
+        callable computes it.
 
     Returns:
       ``(...)`` sums in the dtype of ``values * cumulative_table``; padding
-      takes no part. With ``largest_of``, the pair (sums, its ``(..., k)``
-      largest values, descending).
+      takes no part. With ``ideal``, the pair (sums, ideal sums).
     """
     n = scores.shape[-1]
     if valid is None:
         valid = jnp.ones(scores.shape, bool)
-    if largest_of is not None and (k is None or k >= n):
-        raise ValueError("largest_of needs a cut-off k below the list length.")
     if k is not None and k >= n:
         k = None
     if method == "auto":
@@ -705,17 +704,22 @@ def block_weighted_sum(
         and total_dtype in (jnp.float32, jnp.float64)
         and _native.applies()
     ):
-        # The compiled kernel ranks and sums in one pass over each row; XLA's
-        # route on any other platform the program is lowered for.
+        # The compiled kernel ranks and sums in one pass over each row (the
+        # ideal too, if asked for); XLA's route on any other platform the
+        # program is lowered for. The kernel merges -0.0 into 0.0 itself.
         def native(scores, values, valid, table):
-            return _native.weighted_sum(rankable(scores), values, valid, table, k or 0)
+            scores = rankable(scores, merge_zeros=False)
+            if ideal is None:
+                return _native.weighted_sum(scores, values, valid, table, k or 0)
+            return _native.weighted_sum_and_ideal(scores, values, valid, table, k or 0)
 
         def xla(scores, values, valid, table):
             method = "sort" if k is None else "topk"
             total = _xla_weighted_sum(scores, values, valid, table, k, False, method)
-            return total.astype(total_dtype)
+            total = total.astype(total_dtype)
+            return total if ideal is None else (total, ideal().astype(total_dtype))
 
-        total = _native.on_cpu(
+        return _native.on_cpu(
             native,
             xla,
             scores,
@@ -723,12 +727,8 @@ def block_weighted_sum(
             valid,
             cumulative_table.astype(total_dtype),
         )
-    else:
-        total = _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method)
-    if largest_of is None:
-        return total
-    assert k is not None  # largest_of was refused above unless k was below n
-    return total, largest_values(largest_of, k)
+    total = _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method)
+    return total if ideal is None else (total, ideal())
 
 
 def _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method):
@@ -785,22 +785,21 @@ class Ranking:
         return self._blocks
 
     @overload
-    def weighted_sum(self, values, cumulative_table, *, largest_of: None = None) -> jax.Array: ...
+    def weighted_sum(self, values, cumulative_table, *, ideal: None = None) -> jax.Array: ...
 
     @overload
     def weighted_sum(
-        self, values, cumulative_table, *, largest_of: jax.Array
+        self, values, cumulative_table, *, ideal: Callable[[], jax.Array]
     ) -> tuple[jax.Array, jax.Array]: ...
 
     def weighted_sum(
-        self, values, cumulative_table, *, largest_of: jax.Array | None = None
+        self, values, cumulative_table, *, ideal: Callable[[], jax.Array] | None = None
     ) -> jax.Array | tuple[jax.Array, jax.Array]:
         """:func:`block_weighted_sum` of ``values``, reusing the blocks if already counted.
 
-        With ``largest_of``, also the k largest of it (see
-        :func:`block_weighted_sum`).
+        With ``ideal``, also the ideal's sum (see :func:`block_weighted_sum`).
         """
-        if self._blocks is None or largest_of is not None:
+        if self._blocks is None:
             return block_weighted_sum(
                 self.scores,
                 values,
@@ -809,10 +808,11 @@ class Ranking:
                 k=self.k,
                 ignore_ties=self.ignore_ties,
                 method=self.method,
-                largest_of=largest_of,
+                ideal=ideal,
             )
         means = block_mean(cumulative_table, self._blocks)
-        return jnp.sum(jnp.where(self.valid, values * means, 0), axis=-1)
+        total = jnp.sum(jnp.where(self.valid, values * means, 0), axis=-1)
+        return total if ideal is None else (total, ideal())
 
     def rank_order(self) -> jax.Array:
         """Item indices in rank order, each tie block contiguous, padding last.

@@ -51,7 +51,7 @@ def sorted_ideal_gains(lists: _kernel.RankedLists, gain) -> jax.Array:
     return _gains.descending_gains(gains, valid)
 
 
-def _ideal(lists: _kernel.RankedLists, k, gain, gains, top_gains, cut_ideal=True, ideal_k=None):
+def _ideal(lists: _kernel.RankedLists, k, gain, gains, cut_ideal=True, ideal_k=None):
     """The ideal DCG: of ``ideal_labels`` if given, else of the list's own gains.
 
     The command line gives the ideal's linear gains already sorted
@@ -74,24 +74,26 @@ def _ideal(lists: _kernel.RankedLists, k, gain, gains, top_gains, cut_ideal=True
     if "ideal_labels" in context:
         pool, valid = ideal_pool(lists, gain)
         return _gains.ideal_dcg(pool, valid, k=k)
-    return _gains.ideal_dcg(gains, lists.valid, k=k, rank_k=lists.ranking.k, top_gains=top_gains)
+    return _gains.ideal_dcg(gains, lists.valid, k=k, rank_k=lists.ranking.k)
 
 
 def _ndcg(lists: _kernel.RankedLists, k, *, gain, cut_ideal=True, ideal_k=None):
-    valid = lists.valid
     gains = judged_gains(lists, gain)
     # The ideal of the list's own items ranks their positive gains only.
     positive = jnp.maximum(gains, 0)
     table = _gains.discount_table(lists.n, k=k, log_base=2.0, dtype=lists.dtype)
-    top_gains = None
-    if lists.ranking.k is None or "ideal_labels" in lists.context:
+
+    def ideal():
+        return _ideal(lists, k, gain, positive, cut_ideal, ideal_k)
+
+    if "ideal_labels" in lists.context or "sorted_ideal_gains" in lists.context:
         value = lists.ranking.weighted_sum(gains, table)
-    else:
-        # One host sort finds the top scores and the top gains alike.
-        candidates = _gains.ideal_candidates(positive, valid)
-        value, top_gains = lists.ranking.weighted_sum(gains, table, largest_of=candidates)
-    ideal = _ideal(lists, k, gain, positive, top_gains, cut_ideal, ideal_k)
-    return _kernel.ratio_or_zero(value, ideal)
+        return _kernel.ratio_or_zero(value, ideal())
+    # The list's own gains, ranked by themselves and weighted by the same
+    # table: where the compiled kernels apply, the pass that ranks each list
+    # gives its ideal too.
+    value, ideal_value = lists.ranking.weighted_sum(gains, table, ideal=ideal)
+    return _kernel.ratio_or_zero(value, ideal_value)
 
 
 DCG = _kernel.Formula("dcg", _dcg, static=("gain",), labels="graded")
