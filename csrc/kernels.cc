@@ -56,6 +56,18 @@ inline Bits FloatKey(Float value) {
   return (bits & kSign) ? ~bits : (bits | kSign);
 }
 
+// FloatKey<float, uint32_t> in integer operations without branches, which
+// vectorise: the key of every float32 score passes through here.
+inline uint32_t FloatKey32(float value) {
+  constexpr uint32_t kSign = 0x80000000u, kInfinity = 0x7f800000u;
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  const uint32_t magnitude = bits & ~kSign;
+  const uint32_t merged = magnitude == 0 ? 0 : bits;  // -0.0 -> 0.0
+  const uint32_t flip = uint32_t(int32_t(merged) >> 31) | kSign;
+  return magnitude > kInfinity ? std::numeric_limits<uint32_t>::max() : merged ^ flip;
+}
+
 template <typename Int, typename Bits>
 inline Bits IntKey(Int value) {
   using Unsigned = std::make_unsigned_t<Int>;
@@ -85,7 +97,8 @@ struct RowKeys {
   // real key but the smallest integer's, which Candidates allows for.
   void Fill(int64_t row, Key* keys, const bool* valid = nullptr) const {
     FillKeys(row, keys);
-    if (valid != nullptr) {
+    // Most rows have no padding: one scan for a false finds that out.
+    if (valid != nullptr && std::memchr(valid, 0, size_t(n)) != nullptr) {
       for (int64_t i = 0; i < n; ++i) keys[i] &= Key(0) - Key(valid[i]);
     }
   }
@@ -98,7 +111,7 @@ struct RowKeys {
     for (int64_t i = 0; i < n; ++i) keys[i] = static_cast<Key>(FN(values[i])); \
     return;                                                                     \
   }
-      LODESTAR_CASE(F32, float, (FloatKey<float, uint32_t>))
+      LODESTAR_CASE(F32, float, (FloatKey32))
       LODESTAR_CASE(F64, double, (FloatKey<double, uint64_t>))
       LODESTAR_CASE(S8, int8_t, (IntKey<int8_t, uint32_t>))
       LODESTAR_CASE(S16, int16_t, (IntKey<int16_t, uint32_t>))
@@ -260,9 +273,11 @@ void SortEntries(Entry* begin, Entry* end, Entry* scratch, std::vector<uint32_t>
 constexpr int64_t kItemsPerBlock = 1 << 14;
 
 // Runs work(first_row, last_row) over all rows, in blocks, on the calling
-// thread and up to threads - 1 of the pool's. The state the tasks share is
-// reference counted: a task the pool starts after every block is done finds
-// none left and touches nothing of the caller's.
+// thread and up to threads - 1 of the pool's: as many workers as the pool has
+// threads (one more competed for the cores, and was 1.5x slower on two).
+// The state the tasks share is reference counted: a task the pool starts
+// after every block is done finds none left and touches nothing of the
+// caller's.
 template <typename Work>
 void ForRowBlocks(ffi::ThreadPool* pool, int64_t rows, int64_t n, Work work) {
   if (rows <= 0) return;
@@ -272,7 +287,7 @@ void ForRowBlocks(ffi::ThreadPool* pool, int64_t rows, int64_t n, Work work) {
   const int64_t helpers =
       pool == nullptr
           ? 0
-          : std::min<int64_t>(blocks - 1, std::max<int64_t>(pool->num_threads(), 1));
+          : std::min<int64_t>(blocks - 1, std::max<int64_t>(pool->num_threads() - 1, 0));
   if (helpers <= 0) {
     work(int64_t(0), rows);
     return;
@@ -519,9 +534,14 @@ int64_t Candidates(const Key* keys, const bool* valid, int64_t n, int64_t k, Key
 // comparisons, branch-free and vectorised); more, and they are selected.
 constexpr int64_t kCountedMax = 64;
 
+// More than this many candidates per place in the top, and they are bounded
+// again among themselves before they are ranked.
+constexpr int64_t kRefineAbove = 2;
+
 // For each of m keys, how many of them are strictly larger (above) and equal
 // (tied, itself included). The inner loop runs over the counted keys, so the
-// counts stay in vector registers and nothing is summed across lanes.
+// counts vectorise and nothing is summed across lanes (blocks of eight kept
+// in registers measured slower).
 template <typename Key>
 inline void CountRanksOf(const Key* keys, int64_t m, int32_t* above, int32_t* tied) {
   std::fill(above, above + m, 0);
@@ -778,7 +798,7 @@ class RowSums {
 
   RowSums(int64_t n, int64_t k, const Value* table)
       : n_(n), k_(k), table_(table), keys_(n), entries_(n), scratch_(n), candidates_(n),
-        maxima_(n), candidate_keys_(kCountedMax), above_(kCountedMax), tied_(kCountedMax),
+        kept_(n), maxima_(n), candidate_keys_(n), above_(kCountedMax), tied_(kCountedMax),
         top_(k > 0 ? k : 0), slot_mean_(k > 0 ? k : 0) {}
 
   // `keys` are the row's order keys, padding's 0 (RowKeys::Fill with valid).
@@ -815,16 +835,30 @@ class RowSums {
   Value Top(const Key* keys, const bool* valid, const Value* values) {
     const int64_t k = k_;
     uint32_t* candidates = candidates_.data();
-    const int64_t found = Candidates(keys, valid, n_, k, maxima_.data(), candidates);
+    int64_t found = Candidates(keys, valid, n_, k, maxima_.data(), candidates);
+    Key* candidate_keys = candidate_keys_.data();
+    for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
+    if (found >= kRefineAbove * k) {
+      // The same bound again, over the candidates alone (all real): it is
+      // tighter, and ranking them costs the square of their number.
+      uint32_t* kept = kept_.data();
+      const int64_t still = Candidates(candidate_keys, nullptr, found, k, maxima_.data(), kept);
+      for (int64_t c = 0; c < still; ++c) {
+        candidates[c] = candidates[kept[c]];
+        candidate_keys[c] = candidate_keys[kept[c]];
+      }
+      found = still;
+    }
     Value total = 0;
     if (found <= kCountedMax) {
       // Each candidate's block from its rank among them: every item above a
       // candidate, and every item tied with it, is a candidate too.
-      Key* candidate_keys = candidate_keys_.data();
-      for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
       CountRanks(candidate_keys, found, above_.data(), tied_.data());
       for (int64_t c = 0; c < found; ++c) {
-        if (above_[c] < k) total += values[candidates[c]] * Mean(above_[c], tied_[c]);
+        // A select, not a branch: whether a candidate is in the top k is a
+        // coin toss the branch predictor loses.
+        const Value term = values[candidates[c]] * Mean(above_[c], tied_[c]);
+        total += above_[c] < k ? term : Value(0);
       }
       return total;
     }
@@ -870,7 +904,7 @@ class RowSums {
   std::vector<Key> keys_;
   std::vector<Entry> entries_, scratch_;
   std::vector<uint32_t> counts_[kBucketDepth];
-  std::vector<uint32_t> candidates_;
+  std::vector<uint32_t> candidates_, kept_;
   std::vector<Key> maxima_, candidate_keys_;
   std::vector<int32_t> above_, tied_;
   std::vector<Key> top_;  // descending
@@ -880,7 +914,8 @@ class RowSums {
 // Each value's histogram slot: a real value that is a whole number in
 // [0, kSmallGains) its own, a negative one 0 (the ideal counts it as 0), and
 // padding kSmallGains + 1. Returns whether every real value had a slot of its
-// own (NaN has none); `highest` receives the largest real slot.
+// own (NaN has none), and sets `highest` to the largest real slot below
+// kSmallGains. `valid` is null for a row without padding.
 template <typename Value>
 inline bool SmallWholeSlots(const Value* values, const bool* valid, int64_t n, int32_t* slots,
                             int32_t* highest) {
@@ -890,12 +925,12 @@ inline bool SmallWholeSlots(const Value* values, const bool* valid, int64_t n, i
     const Value positive = value > Value(0) ? value : Value(0);
     const Value clamped = positive < Value(kSmallGains) ? positive : Value(kSmallGains);
     const int32_t slot = int32_t(clamped);
-    const int32_t real = valid[i];
+    const int32_t real = valid == nullptr || valid[i];
     other |= real & ((value != value) | (Value(slot) != positive) | (slot == kSmallGains));
     slots[i] = real ? slot : kSmallGains + 1;
-    top = std::max(top, real ? slot : 0);
+    top = std::max(top, real & (slot < kSmallGains) ? slot : 0);
   }
-  *highest = std::min(top, kSmallGains - 1);
+  *highest = top;
   return other == 0;
 }
 
@@ -915,22 +950,25 @@ inline bool SmallWholeSlots<float>(const float* values, const bool* valid, int64
     const __m128 value = _mm_loadu_ps(values + i);
     const __m128 is_nan = _mm_cmpunord_ps(value, value);
     const __m128 positive = _mm_max_ps(value, zero);  // NaN gives 0; is_nan keeps it
-    const __m128i slot = _mm_cvttps_epi32(_mm_min_ps(positive, limit));
+    __m128i slot = _mm_cvttps_epi32(_mm_min_ps(positive, limit));
     const __m128 inexact = _mm_cmpneq_ps(_mm_cvtepi32_ps(slot), positive);
-    const __m128i bad = _mm_or_si128(_mm_castps_si128(_mm_or_ps(is_nan, inexact)),
-                                     _mm_cmpeq_epi32(slot, none));
-    int32_t four_valid;
-    std::memcpy(&four_valid, valid + i, sizeof(four_valid));
-    const __m128i bytes = _mm_cvtsi32_si128(four_valid);
-    const __m128i real = _mm_cmpgt_epi32(
-        _mm_unpacklo_epi16(_mm_unpacklo_epi8(bytes, zero_bits), zero_bits), zero_bits);
-    other = _mm_or_si128(other, _mm_and_si128(bad, real));
-    const __m128i real_slot = _mm_and_si128(real, slot);
-    // top = max(top, real_slot) for slots in [0, 64]: signed compare is fine.
-    const __m128i greater = _mm_cmpgt_epi32(real_slot, top);
-    top = _mm_or_si128(_mm_and_si128(greater, real_slot), _mm_andnot_si128(greater, top));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(slots + i),
-                     _mm_or_si128(real_slot, _mm_andnot_si128(real, padding)));
+    __m128i bad = _mm_or_si128(_mm_castps_si128(_mm_or_ps(is_nan, inexact)),
+                               _mm_cmpeq_epi32(slot, none));
+    if (valid != nullptr) {
+      int32_t four_valid;
+      std::memcpy(&four_valid, valid + i, sizeof(four_valid));
+      const __m128i bytes = _mm_cvtsi32_si128(four_valid);
+      const __m128i real = _mm_cmpgt_epi32(
+          _mm_unpacklo_epi16(_mm_unpacklo_epi8(bytes, zero_bits), zero_bits), zero_bits);
+      bad = _mm_and_si128(bad, real);
+      slot = _mm_or_si128(_mm_and_si128(real, slot), _mm_andnot_si128(real, padding));
+    }
+    other = _mm_or_si128(other, bad);
+    // top = max(top, slot) over slots below kSmallGains (padding's is above).
+    const __m128i counted = _mm_andnot_si128(_mm_cmpgt_epi32(slot, _mm_sub_epi32(none, _mm_set1_epi32(1))), slot);
+    const __m128i greater = _mm_cmpgt_epi32(counted, top);
+    top = _mm_or_si128(_mm_and_si128(greater, counted), _mm_andnot_si128(greater, top));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(slots + i), slot);
   }
   int32_t lanes[4], tops[4];
   _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), other);
@@ -942,15 +980,12 @@ inline bool SmallWholeSlots<float>(const float* values, const bool* valid, int64
     const float positive = value > 0.0f ? value : 0.0f;
     const float clamped = positive < float(kSmallGains) ? positive : float(kSmallGains);
     const int32_t slot = int32_t(clamped);
-    if (valid[i]) {
-      small &= !(value != value) && float(slot) == positive && slot != kSmallGains;
-      best = std::max(best, slot);
-      slots[i] = slot;
-    } else {
-      slots[i] = kSmallGains + 1;
-    }
+    const bool real = valid == nullptr || valid[i];
+    if (real) small &= value == value && float(slot) == positive && slot != kSmallGains;
+    slots[i] = real ? slot : kSmallGains + 1;
+    if (real && slot < kSmallGains) best = std::max(best, slot);
   }
-  *highest = std::min(best, kSmallGains - 1);
+  *highest = best;
   return small;
 }
 #endif
@@ -974,9 +1009,9 @@ class IdealSums {
 
   Value Ideal(const Value* values, const bool* valid) {
     int32_t* slots = slots_.data();
+    const bool padded = std::memchr(valid, 0, size_t(n_)) != nullptr;
     int32_t highest = 0;
-    const bool small = SmallWholeSlots(values, valid, n_, slots, &highest);
-    if (small) {
+    if (SmallWholeSlots(values, padded ? valid : nullptr, n_, slots, &highest)) {
       // Four histograms, so that runs of one value do not wait on one counter.
       int32_t histograms[4][kSmallGains + 2] = {};
       for (int64_t i = 0; i < n_; ++i) ++histograms[i & 3][slots[i]];
