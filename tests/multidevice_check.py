@@ -8,7 +8,10 @@ per failed check ("FAIL ...") and "OK <count>" at the end.
 
 import os
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+# Eight devices, with whatever flags the caller compiles with.
+os.environ["XLA_FLAGS"] = " ".join(
+    [*os.environ.get("XLA_FLAGS", "").split(), "--xla_force_host_platform_device_count=8"]
+)
 
 import functools  # noqa: E402
 import sys  # noqa: E402
