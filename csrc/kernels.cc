@@ -463,6 +463,15 @@ ffi::Error ArgsortImpl(ffi::ThreadPool pool, ffi::AnyBuffer keys,
 
 // ---------------------------------------------------------------- candidates
 
+// The hottest loops are compiled twice on x86-64 Linux: for AVX2 (unsigned
+// maxima and comparisons of eight keys at once) and for the baseline, the
+// loader picking one for the machine.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#define LODESTAR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define LODESTAR_VECTOR_CLONES
+#endif
+
 // Bit j set where keys[j] >= bound, for count <= 64 keys.
 template <typename Key>
 inline uint64_t MarkAtLeast(const Key* keys, int64_t count, Key bound) {
@@ -500,8 +509,8 @@ inline uint64_t MarkAtLeast<uint32_t>(const uint32_t* keys, int64_t count, uint3
 // row's consecutive k-item chunks, which vectorises. A bound of 0 (a group of
 // padding alone, or a real key of 0) keeps every real item.
 template <typename Key>
-int64_t Candidates(const Key* keys, const bool* valid, int64_t n, int64_t k, Key* maxima,
-                   uint32_t* out) {
+inline int64_t CandidatesOf(const Key* keys, const bool* valid, int64_t n, int64_t k,
+                            Key* maxima, uint32_t* out) {
   std::fill(maxima, maxima + k, Key(0));
   int64_t chunk = 0;
   for (; chunk + k <= n; chunk += k) {
@@ -530,6 +539,18 @@ int64_t Candidates(const Key* keys, const bool* valid, int64_t n, int64_t k, Key
   return count;
 }
 
+LODESTAR_VECTOR_CLONES
+int64_t Candidates(const uint32_t* keys, const bool* valid, int64_t n, int64_t k,
+                   uint32_t* maxima, uint32_t* out) {
+  return CandidatesOf(keys, valid, n, k, maxima, out);
+}
+
+LODESTAR_VECTOR_CLONES
+int64_t Candidates(const uint64_t* keys, const bool* valid, int64_t n, int64_t k,
+                   uint64_t* maxima, uint32_t* out) {
+  return CandidatesOf(keys, valid, n, k, maxima, out);
+}
+
 // Up to this many candidates, each one's rank among them is counted (m^2
 // comparisons, branch-free and vectorised); more, and they are selected.
 constexpr int64_t kCountedMax = 64;
@@ -554,12 +575,6 @@ inline void CountRanksOf(const Key* keys, int64_t m, int32_t* above, int32_t* ti
     }
   }
 }
-
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-#define LODESTAR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define LODESTAR_VECTOR_CLONES
-#endif
 
 LODESTAR_VECTOR_CLONES
 void CountRanks(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) {
@@ -711,6 +726,10 @@ struct Keyed {
 // Rows whose real values are all whole numbers below this (graded labels and
 // their gains, 2^label - 1 up to label 5) are counted rather than sorted.
 constexpr int kSmallGains = 64;
+
+// The ideal counts this many gains, the largest, in a pass each; the others
+// in a histogram.
+constexpr int kCountedGains = 8;
 
 // Each row's real values descending, then a 0 per padding slot, then the
 // real NaNs (the order of the ideal DCG's gains; see _gains.descending_gains).
@@ -1012,18 +1031,29 @@ class IdealSums {
     const bool padded = std::memchr(valid, 0, size_t(n_)) != nullptr;
     int32_t highest = 0;
     if (SmallWholeSlots(values, padded ? valid : nullptr, n_, slots, &highest)) {
-      // Four histograms, so that runs of one value do not wait on one counter.
-      int32_t histograms[4][kSmallGains + 2] = {};
-      for (int64_t i = 0; i < n_; ++i) ++histograms[i & 3][slots[i]];
+      // From the largest gain down, until the top is filled: with a cut-off
+      // the first gain or two usually fill it. The first few gains are each
+      // counted in a vectorised pass; the rest, if any, in one histogram.
       const int64_t last = k_ > 0 ? std::min(k_, n_) : n_;
       Value total = 0;
       int64_t start = 0;
-      for (int gain = highest; gain > 0 && start < last; --gain) {
-        const int64_t count = histograms[0][gain] + histograms[1][gain] +
-                              histograms[2][gain] + histograms[3][gain];
-        if (count == 0) continue;
+      int gain = highest;
+      for (int pass = 0; gain > 0 && start < last && pass < kCountedGains; --gain, ++pass) {
+        int32_t count = 0;
+        for (int64_t i = 0; i < n_; ++i) count += slots[i] == gain;
         total += Value(gain) * (table_[start + count] - table_[start]);
         start += count;
+      }
+      if (gain > 0 && start < last) {
+        // Four histograms, so that runs of one value do not wait on one counter.
+        int32_t histograms[4][kSmallGains + 2] = {};
+        for (int64_t i = 0; i < n_; ++i) ++histograms[i & 3][slots[i]];
+        for (; gain > 0 && start < last; --gain) {
+          const int64_t count = histograms[0][gain] + histograms[1][gain] +
+                                histograms[2][gain] + histograms[3][gain];
+          total += Value(gain) * (table_[start + count] - table_[start]);
+          start += count;
+        }
       }
       return total;
     }
