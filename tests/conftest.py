@@ -134,17 +134,27 @@ children.use_the_suite_compilation_cache()
 # tier, which CI runs after it, compiles as users' processes do.
 CHEAP_COMPILATION = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 DEFAULT_TIER = "not slow"
+# Set to 1, any tier compiles cheaply: CI runs the slow tier's sweeps of
+# values over every measure this way (decision 0034, revision of 2026-12-07).
+CHEAP_VARIABLE = "LODESTAR_TEST_CHEAP_COMPILATION"
+
+
+def compiles_cheaply(markexpr: str) -> bool:
+    """Whether a session with this marker expression compiles cheaply."""
+    return markexpr == DEFAULT_TIER or os.environ.get(CHEAP_VARIABLE) == "1"
 
 
 def pytest_configure(config):
-    """Compile cheaply in the default tier, before any test starts XLA's backend.
+    """Compile cheaply in the default tier (or with ``LODESTAR_TEST_CHEAP_COMPILATION=1``).
+
+    This runs before any test starts XLA's backend.
 
     XLA reads ``XLA_FLAGS`` once, when the backend starts; the child
     processes the tests start inherit them, and JAX's cache keys its entries
     by them, so the two tiers never share a program compiled either way. A
     flag the user set already is left as it is.
     """
-    if config.option.markexpr != DEFAULT_TIER:
+    if not compiles_cheaply(config.option.markexpr):
         return
     flags = os.environ.get("XLA_FLAGS", "").split()
     named = {flag.split("=")[0] for flag in flags}
