@@ -617,7 +617,8 @@ void LargestRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Va
     Value* row_top = top + row * k;
     int64_t count = 0;
     const bool buffered = k <= kBufferedMaxK;
-    const int64_t found = buffered ? Candidates(keys.data(), nullptr, n, k, maxima.data(), candidates.data()) : n;
+    const int64_t found =
+        buffered ? Candidates(keys.data(), nullptr, n, k, maxima.data(), candidates.data()) : n;
     if (buffered && found <= kCountedMax) {
       // Each candidate fills the slots of its block that lie in the top k;
       // the block covering the k-th slot is its run's length.
@@ -936,8 +937,8 @@ class RowSums {
 // own (NaN has none), and sets `highest` to the largest real slot below
 // kSmallGains. `valid` is null for a row without padding.
 template <typename Value>
-inline bool SmallWholeSlots(const Value* values, const bool* valid, int64_t n, int32_t* slots,
-                            int32_t* highest) {
+inline bool SmallWholeSlotsScalar(const Value* values, const bool* valid, int64_t n,
+                                  int32_t* slots, int32_t* highest) {
   int32_t other = 0, top = 0;
   for (int64_t i = 0; i < n; ++i) {
     const Value value = values[i];
@@ -951,6 +952,12 @@ inline bool SmallWholeSlots(const Value* values, const bool* valid, int64_t n, i
   }
   *highest = top;
   return other == 0;
+}
+
+template <typename Value>
+inline bool SmallWholeSlots(const Value* values, const bool* valid, int64_t n, int32_t* slots,
+                            int32_t* highest) {
+  return SmallWholeSlotsScalar(values, valid, n, slots, highest);
 }
 
 #if defined(__SSE2__)
@@ -984,7 +991,8 @@ inline bool SmallWholeSlots<float>(const float* values, const bool* valid, int64
     }
     other = _mm_or_si128(other, bad);
     // top = max(top, slot) over slots below kSmallGains (padding's is above).
-    const __m128i counted = _mm_andnot_si128(_mm_cmpgt_epi32(slot, _mm_sub_epi32(none, _mm_set1_epi32(1))), slot);
+    const __m128i counted = _mm_andnot_si128(
+        _mm_cmpgt_epi32(slot, _mm_sub_epi32(none, _mm_set1_epi32(1))), slot);
     const __m128i greater = _mm_cmpgt_epi32(counted, top);
     top = _mm_or_si128(_mm_and_si128(greater, counted), _mm_andnot_si128(greater, top));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(slots + i), slot);
@@ -992,20 +1000,11 @@ inline bool SmallWholeSlots<float>(const float* values, const bool* valid, int64
   int32_t lanes[4], tops[4];
   _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes), other);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(tops), top);
-  bool small = (lanes[0] | lanes[1] | lanes[2] | lanes[3]) == 0;
-  int32_t best = std::max(std::max(tops[0], tops[1]), std::max(tops[2], tops[3]));
-  for (; i < n; ++i) {
-    const float value = values[i];
-    const float positive = value > 0.0f ? value : 0.0f;
-    const float clamped = positive < float(kSmallGains) ? positive : float(kSmallGains);
-    const int32_t slot = int32_t(clamped);
-    const bool real = valid == nullptr || valid[i];
-    if (real) small &= value == value && float(slot) == positive && slot != kSmallGains;
-    slots[i] = real ? slot : kSmallGains + 1;
-    if (real && slot < kSmallGains) best = std::max(best, slot);
-  }
-  *highest = best;
-  return small;
+  int32_t rest_highest = 0;  // the last n % 4 values, one at a time
+  const bool rest_small = SmallWholeSlotsScalar(
+      values + i, valid == nullptr ? nullptr : valid + i, n - i, slots + i, &rest_highest);
+  *highest = std::max({tops[0], tops[1], tops[2], tops[3], rest_highest});
+  return rest_small && (lanes[0] | lanes[1] | lanes[2] | lanes[3]) == 0;
 }
 #endif
 
@@ -1201,26 +1200,26 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarLargest, LargestImpl,
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
 
+namespace {
+
+// The operands both weighted sums take: scores, values, valid, table, k.
+auto WeightedSumOperands() {
+  return ffi::Ffi::Bind()
+      .Ctx<ffi::ThreadPool>()
+      .Arg<ffi::AnyBuffer>()
+      .Arg<ffi::AnyBuffer>()
+      .Arg<ffi::Buffer<ffi::PRED>>()
+      .Arg<ffi::AnyBuffer>()
+      .Attr<int64_t>("k");
+}
+
+}  // namespace
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSum, WeightedSumImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::Buffer<ffi::PRED>>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Attr<int64_t>("k")
-                                  .Ret<ffi::AnyBuffer>());
+                              WeightedSumOperands().Ret<ffi::AnyBuffer>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSumAndIdeal, WeightedSumAndIdealImpl,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Arg<ffi::Buffer<ffi::PRED>>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Attr<int64_t>("k")
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>());
+                              WeightedSumOperands().Ret<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarDescendingGains, DescendingGainsImpl,
                               ffi::Ffi::Bind()

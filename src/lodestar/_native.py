@@ -281,11 +281,8 @@ def weighted_sum(
     ``values`` and ``cumulative_table`` (``(n + 1,)``) share a float32 or
     float64 dtype, the result's; ``k`` is the cut-off, 0 for none.
     """
-    valid = jnp.broadcast_to(valid, scores.shape)
-    values = jnp.broadcast_to(values, scores.shape)
-    out = _result(scores, values.dtype, scores.shape[:-1])
-    return _call(
-        "lodestar_weighted_sum", out, scores, values, valid, cumulative_table, k=np.int64(k)
+    return _weighted_sum_call(
+        "lodestar_weighted_sum", 1, scores, values, valid, cumulative_table, k
     )
 
 
@@ -298,15 +295,15 @@ def weighted_sum_and_ideal(
     with gains and discounts, the ideal DCG. Small whole-number values (graded
     labels, their gains) are counted into a histogram instead of ranked.
     """
+    return _weighted_sum_call(
+        "lodestar_weighted_sum_and_ideal", 2, scores, values, valid, cumulative_table, k
+    )
+
+
+def _weighted_sum_call(target, results, scores, values, valid, cumulative_table, k):
+    """One weighted-sum kernel's call: ``results`` per-row sums in ``values``' dtype."""
     valid = jnp.broadcast_to(valid, scores.shape)
     values = jnp.broadcast_to(values, scores.shape)
     out = _result(scores, values.dtype, scores.shape[:-1])
-    return _call(
-        "lodestar_weighted_sum_and_ideal",
-        (out, out),
-        scores,
-        values,
-        valid,
-        cumulative_table,
-        k=np.int64(k),
-    )
+    shapes = out if results == 1 else (out,) * results
+    return _call(target, shapes, scores, values, valid, cumulative_table, k=np.int64(k))
