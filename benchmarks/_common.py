@@ -147,8 +147,8 @@ def resolved_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
     """The engine method ``method="auto"`` runs for this list (this backend)."""
     k = None if k is None or k >= n else k
     chosen = _ranking.choose_method(n, k, ignore_ties=ignore_ties)
-    if chosen == "sort_or_native":
-        return "native" if _native.applies() else "sort"
+    if chosen in ("sort_or_native", "pairwise_or_native"):
+        return "native" if _native.applies() else chosen.removesuffix("_or_native")
     return chosen
 
 

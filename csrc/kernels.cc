@@ -336,6 +336,68 @@ ffi::Error Unsupported(ffi::DataType type) {
                                      std::to_string(static_cast<int>(type)));
 }
 
+// ------------------------------------------------------------ counting
+
+// The hottest loops are compiled twice on x86-64 Linux: for AVX2 (unsigned
+// maxima and comparisons of eight keys at once) and for the baseline, the
+// loader picking one for the machine.
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#define LODESTAR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define LODESTAR_VECTOR_CLONES
+#endif
+
+// Up to this many real items, a row's blocks are counted rather than sorted:
+// each item that carries a value compares its key with every real key.
+constexpr int64_t kCountedRowMax = 256;
+
+// For each of `count` chosen keys, how many of the m keys are strictly larger
+// (above) and equal (tied). Keys are signed (unsigned order keys with the
+// sign bit flipped), which the vector units compare; the counters are as wide
+// as the keys, so a key and its counter share a lane.
+template <typename Signed>
+inline void CountChosenOf(const Signed* keys, int64_t m, const Signed* chosen, int64_t count,
+                          int32_t* above, int32_t* tied) {
+  int64_t c = 0;
+  for (; c + 4 <= count; c += 4) {
+    const Signed k0 = chosen[c], k1 = chosen[c + 1], k2 = chosen[c + 2], k3 = chosen[c + 3];
+    Signed a0 = 0, a1 = 0, a2 = 0, a3 = 0, t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      const Signed other = keys[j];
+      a0 += other > k0; t0 += other == k0;
+      a1 += other > k1; t1 += other == k1;
+      a2 += other > k2; t2 += other == k2;
+      a3 += other > k3; t3 += other == k3;
+    }
+    above[c] = int32_t(a0); above[c + 1] = int32_t(a1);
+    above[c + 2] = int32_t(a2); above[c + 3] = int32_t(a3);
+    tied[c] = int32_t(t0); tied[c + 1] = int32_t(t1);
+    tied[c + 2] = int32_t(t2); tied[c + 3] = int32_t(t3);
+  }
+  for (; c < count; ++c) {
+    const Signed key = chosen[c];
+    Signed larger = 0, equal = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      larger += keys[j] > key;
+      equal += keys[j] == key;
+    }
+    above[c] = int32_t(larger);
+    tied[c] = int32_t(equal);
+  }
+}
+
+LODESTAR_VECTOR_CLONES
+void CountChosen(const int32_t* keys, int64_t m, const int32_t* chosen, int64_t count,
+                 int32_t* above, int32_t* tied) {
+  CountChosenOf(keys, m, chosen, count, above, tied);
+}
+
+LODESTAR_VECTOR_CLONES
+void CountChosen(const int64_t* keys, int64_t m, const int64_t* chosen, int64_t count,
+                 int32_t* above, int32_t* tied) {
+  CountChosenOf(keys, m, chosen, count, above, tied);
+}
+
 // ---------------------------------------------------------------- tie blocks
 
 // Per item: real items with a strictly higher score (above) and the size of
@@ -347,16 +409,39 @@ void TieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source,
                    const bool* valid, int32_t* above, int32_t* tied, bool ignore_ties,
                    int64_t first, int64_t last) {
   using Key = typename EntryKey<Entry>::type;
+  using Signed = std::make_signed_t<Key>;
+  constexpr Key kSign = Key(1) << (sizeof(Key) * 8 - 1);
   const int64_t n = source.n;
+  const bool counted = !ignore_ties && n <= kCountedRowMax;
   std::vector<Key> keys(n);
   std::vector<Entry> entries(n), scratch(n);
   std::vector<uint32_t> counts[kBucketDepth];
+  std::vector<Signed> real_keys(counted ? n : 0);
+  std::vector<uint32_t> items(counted ? n : 0);
+  std::vector<int32_t> real_above(counted ? n : 0), real_tied(counted ? n : 0);
   for (int64_t row = first; row < last; ++row) {
     source.Fill(row, keys.data());
     const bool* row_valid = valid + row * n;
     int32_t* row_above = above + row * n;
     int32_t* row_tied = tied + row * n;
     int64_t real = 0;
+    if (counted) {
+      // Short rows: every real item's counts, compared with every real key.
+      for (int64_t i = 0; i < n; ++i) {
+        real_keys[real] = Signed(keys[i] ^ kSign);
+        items[real] = uint32_t(i);
+        real += row_valid[i];
+        row_above[i] = int32_t(n);
+        row_tied[i] = 1;
+      }
+      CountChosen(real_keys.data(), real, real_keys.data(), real, real_above.data(),
+                  real_tied.data());
+      for (int64_t c = 0; c < real; ++c) {
+        row_above[items[c]] = real_above[c];
+        row_tied[items[c]] = real_tied[c];
+      }
+      continue;
+    }
     // Descending score first; ties by descending index, laid out in that order.
     for (int64_t i = n - 1; i >= 0; --i) {
       if (row_valid[i]) {
@@ -419,6 +504,76 @@ ffi::Error TieBlocksImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
   return ffi::Error::Success();
 }
 
+// -------------------------------------------------------------- block totals
+
+// Per item, the sum of `values` over the blocks above its own and over its
+// own, a block named by its first position `above` (padding's is n: a bin
+// after every real block). One pass adds each value into its block's bin,
+// one pass turns the bins into running totals, one reads them off.
+template <typename Value>
+void BlockTotalsRows(const Value* values, const int32_t* above, int64_t n, Value* out_above,
+                     Value* out_within, int64_t first, int64_t last) {
+  std::vector<Value> within(n + 1), earlier(n + 1);
+  for (int64_t row = first; row < last; ++row) {
+    const Value* row_values = values + row * n;
+    const int32_t* row_above = above + row * n;
+    std::fill(within.begin(), within.end(), Value(0));
+    for (int64_t i = 0; i < n; ++i) {
+      within[std::clamp<int64_t>(row_above[i], 0, n)] += row_values[i];
+    }
+    Value running = 0;
+    for (int64_t b = 0; b <= n; ++b) {
+      earlier[b] = running;
+      running += within[b];
+    }
+    Value* row_out_above = out_above + row * n;
+    Value* row_out_within = out_within + row * n;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t bin = std::clamp<int64_t>(row_above[i], 0, n);
+      row_out_above[i] = earlier[bin];
+      row_out_within[i] = within[bin];
+    }
+  }
+}
+
+template <typename Value>
+void BlockTotalsTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& values, const int32_t* above,
+                      int64_t rows, int64_t n, ffi::Result<ffi::AnyBuffer>& out_above,
+                      ffi::Result<ffi::AnyBuffer>& out_within) {
+  const Value* value_data = static_cast<const Value*>(values.untyped_data());
+  Value* above_data = static_cast<Value*>(out_above->untyped_data());
+  Value* within_data = static_cast<Value*>(out_within->untyped_data());
+  ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+    BlockTotalsRows<Value>(value_data, above, n, above_data, within_data, first, last);
+  });
+}
+
+ffi::Error BlockTotalsImpl(ffi::ThreadPool pool, ffi::AnyBuffer values,
+                           ffi::Buffer<ffi::S32> above, ffi::Result<ffi::AnyBuffer> out_above,
+                           ffi::Result<ffi::AnyBuffer> out_within) {
+  const ffi::DataType type = values.element_type();
+  if (above.element_count() != values.element_count() ||
+      out_above->element_type() != type || out_within->element_type() != type) {
+    return ffi::Error::InvalidArgument("lodestar block totals: operands differ");
+  }
+  int64_t rows, n;
+  RowsAndLength(values.dimensions(), &rows, &n);
+  const int32_t* above_data = above.typed_data();
+  switch (type) {
+    case ffi::DataType::S32:
+      BlockTotalsTyped<int32_t>(pool, values, above_data, rows, n, out_above, out_within);
+      return ffi::Error::Success();
+    case ffi::DataType::F32:
+      BlockTotalsTyped<float>(pool, values, above_data, rows, n, out_above, out_within);
+      return ffi::Error::Success();
+    case ffi::DataType::F64:
+      BlockTotalsTyped<double>(pool, values, above_data, rows, n, out_above, out_within);
+      return ffi::Error::Success();
+    default:
+      return Unsupported(type);
+  }
+}
+
 // ------------------------------------------------------------------- argsort
 
 // Indices that sort each row ascending, equal values by ascending index (a
@@ -462,15 +617,6 @@ ffi::Error ArgsortImpl(ffi::ThreadPool pool, ffi::AnyBuffer keys,
 }
 
 // ---------------------------------------------------------------- candidates
-
-// The hottest loops are compiled twice on x86-64 Linux: for AVX2 (unsigned
-// maxima and comparisons of eight keys at once) and for the baseline, the
-// loader picking one for the machine.
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-#define LODESTAR_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define LODESTAR_VECTOR_CLONES
-#endif
 
 // Bit j set where keys[j] >= bound, for count <= 64 keys.
 template <typename Key>
@@ -815,11 +961,17 @@ template <typename Entry, typename Value>
 class RowSums {
  public:
   using Key = typename EntryKey<Entry>::type;
+  using Signed = std::make_signed_t<Key>;
 
-  RowSums(int64_t n, int64_t k, const Value* table)
-      : n_(n), k_(k), table_(table), keys_(n), entries_(n), scratch_(n), candidates_(n),
-        kept_(n), maxima_(n), candidate_keys_(n), above_(kCountedMax), tied_(kCountedMax),
-        top_(k > 0 ? k : 0), slot_mean_(k > 0 ? k : 0) {}
+  RowSums(int64_t n, int64_t k)
+      : n_(n), k_(k), keys_(n), entries_(n), scratch_(n), candidates_(n),
+        kept_(n), maxima_(n), candidate_keys_(n), real_keys_(k > 0 ? 0 : n),
+        chosen_keys_(k > 0 ? 0 : n), above_(std::max(kCountedMax, n)),
+        tied_(std::max(kCountedMax, n)), top_(k > 0 ? k : 0), slot_mean_(k > 0 ? k : 0) {}
+
+  // `table` holds the n + 1 prefix sums for this row (under vmap a table may
+  // vary with the row).
+  void UseTable(const Value* table) { table_ = table; }
 
   // `keys` are the row's order keys, padding's 0 (RowKeys::Fill with valid).
   Value Sum(const Key* keys, const bool* valid, const Value* values) {
@@ -832,8 +984,10 @@ class RowSums {
     return (table_[stop] - table_[std::min(start, n_)]) / Value(size);
   }
 
-  // Whole rows: the real items sorted, their blocks read off in order.
+  // Whole rows: short ones counted, longer ones sorted and their blocks read
+  // off in order.
   Value Full(const Key* keys, const bool* valid, const Value* values) {
+    if (n_ <= kCountedRowMax) return Counted(keys, valid, values);
     Entry* entries = entries_.data();
     int64_t real = 0;
     for (int64_t i = n_ - 1; i >= 0; --i) {
@@ -848,6 +1002,31 @@ class RowSums {
       for (int64_t p = start; p < stop; ++p) total += values[entries[p].tie()] * block_mean;
       start = stop;
     }
+    return total;
+  }
+
+  // A whole row by counting: the real keys, and the items whose value is not
+  // 0 (the others add nothing), gathered without branches.
+  Value Counted(const Key* keys, const bool* valid, const Value* values) {
+    constexpr Key kSign = Key(1) << (sizeof(Key) * 8 - 1);
+    Signed* real_keys = real_keys_.data();
+    Signed* chosen_keys = chosen_keys_.data();
+    uint32_t* chosen = candidates_.data();
+    int64_t real = 0, count = 0;
+    for (int64_t i = 0; i < n_; ++i) {
+      const Signed key = Signed(keys[i] ^ kSign);
+      const bool is_real = valid == nullptr || valid[i];
+      real_keys[real] = key;
+      real += is_real;
+      chosen_keys[count] = key;
+      chosen[count] = uint32_t(i);
+      count += is_real && values[i] != Value(0);
+    }
+    int32_t* above = above_.data();
+    int32_t* tied = tied_.data();
+    CountChosen(real_keys, real, chosen_keys, count, above, tied);
+    Value total = 0;
+    for (int64_t c = 0; c < count; ++c) total += values[chosen[c]] * Mean(above[c], tied[c]);
     return total;
   }
 
@@ -920,12 +1099,13 @@ class RowSums {
   }
 
   const int64_t n_, k_;
-  const Value* table_;
+  const Value* table_ = nullptr;
   std::vector<Key> keys_;
   std::vector<Entry> entries_, scratch_;
   std::vector<uint32_t> counts_[kBucketDepth];
   std::vector<uint32_t> candidates_, kept_;
   std::vector<Key> maxima_, candidate_keys_;
+  std::vector<Signed> real_keys_, chosen_keys_;
   std::vector<int32_t> above_, tied_;
   std::vector<Key> top_;  // descending
   std::vector<Value> slot_mean_;
@@ -1020,8 +1200,12 @@ class IdealSums {
  public:
   using Key = typename EntryKey<EntryOf<Value>>::type;
 
-  IdealSums(int64_t n, int64_t k, const Value* table)
-      : n_(n), k_(k), table_(table), sums_(n, k, table), keys_(n), positive_(n), slots_(n) {}
+  IdealSums(int64_t n, int64_t k) : n_(n), k_(k), sums_(n, k), keys_(n), positive_(n), slots_(n) {}
+
+  void UseTable(const Value* table) {
+    table_ = table;
+    sums_.UseTable(table);
+  }
 
   // `valid` is the row's mask of real items.
 
@@ -1067,7 +1251,7 @@ class IdealSums {
 
  private:
   const int64_t n_, k_;
-  const Value* table_;
+  const Value* table_ = nullptr;
   RowSums<EntryOf<Value>, Value> sums_;
   std::vector<Key> keys_;
   std::vector<Value> positive_;
@@ -1078,14 +1262,17 @@ class IdealSums {
 // `ideal`, the ideal's (RowSums::Ideal) too.
 template <typename Entry, typename Value>
 void WeightedSumRows(const RowKeys<typename EntryKey<Entry>::type>& source, const Value* values,
-                     const bool* valid, const Value* table, int64_t k, Value* out,
-                     Value* ideal, int64_t first, int64_t last) {
+                     const bool* valid, const Value* tables, int64_t rows_per_table, int64_t k,
+                     Value* out, Value* ideal, int64_t first, int64_t last) {
   const int64_t n = source.n;
-  RowSums<Entry, Value> sums(n, k, table);
+  RowSums<Entry, Value> sums(n, k);
   std::unique_ptr<IdealSums<Value>> ideals;
-  if (ideal != nullptr) ideals = std::make_unique<IdealSums<Value>>(n, k, table);
+  if (ideal != nullptr) ideals = std::make_unique<IdealSums<Value>>(n, k);
   std::vector<typename EntryKey<Entry>::type> keys(n);
   for (int64_t row = first; row < last; ++row) {
+    const Value* table = tables + (row / rows_per_table) * (n + 1);
+    sums.UseTable(table);
+    if (ideal != nullptr) ideals->UseTable(table);
     const Value* row_values = values + row * n;
     const bool* row_valid = valid + row * n;
     source.Fill(row, keys.data(), row_valid);
@@ -1102,11 +1289,16 @@ ffi::Error WeightedSumTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& scores,
   const ffi::DataType type = scores.element_type();
   int64_t rows, n;
   RowsAndLength(scores.dimensions(), &rows, &n);
+  // One table for every row, or under vmap (which broadcasts every operand)
+  // one per batch element, each shared by as many consecutive rows.
+  const int64_t tables = int64_t(table.element_count()) / (n + 1);
   if (values.element_count() != scores.element_count() ||
       valid.element_count() != scores.element_count() ||
-      table.element_count() != static_cast<size_t>(n + 1)) {
+      int64_t(table.element_count()) != tables * (n + 1) || tables == 0 ||
+      (rows > 0 && rows % tables != 0)) {
     return ffi::Error::InvalidArgument("lodestar weighted sum: operands of different sizes");
   }
+  const int64_t rows_per_table = std::max<int64_t>(rows / tables, 1);
   const Value* value_data = static_cast<const Value*>(values.untyped_data());
   const Value* table_data = static_cast<const Value*>(table.untyped_data());
   const bool* valid_data = valid.typed_data();
@@ -1114,14 +1306,14 @@ ffi::Error WeightedSumTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& scores,
   if (IsWide(type)) {
     RowKeys<uint64_t> source{scores.untyped_data(), type, n};
     ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
-      WeightedSumRows<Wide, Value>(source, value_data, valid_data, table_data, k, out_data,
-                                   ideal_data, first, last);
+      WeightedSumRows<Wide, Value>(source, value_data, valid_data, table_data, rows_per_table, k,
+                                   out_data, ideal_data, first, last);
     });
   } else {
     RowKeys<uint32_t> source{scores.untyped_data(), type, n};
     ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
-      WeightedSumRows<Packed, Value>(source, value_data, valid_data, table_data, k, out_data,
-                                     ideal_data, first, last);
+      WeightedSumRows<Packed, Value>(source, value_data, valid_data, table_data, rows_per_table,
+                                     k, out_data, ideal_data, first, last);
     });
   }
   return ffi::Error::Success();
@@ -1221,6 +1413,14 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSum, WeightedSumImpl,
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarWeightedSumAndIdeal, WeightedSumAndIdealImpl,
                               WeightedSumOperands().Ret<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>());
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarBlockTotals, BlockTotalsImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarDescendingGains, DescendingGainsImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -1244,6 +1444,7 @@ PyObject* Targets(PyObject*, PyObject*) {
       {"lodestar_descending_gains", reinterpret_cast<void*>(LodestarDescendingGains)},
       {"lodestar_weighted_sum", reinterpret_cast<void*>(LodestarWeightedSum)},
       {"lodestar_weighted_sum_and_ideal", reinterpret_cast<void*>(LodestarWeightedSumAndIdeal)},
+      {"lodestar_block_totals", reinterpret_cast<void*>(LodestarBlockTotals)},
   };
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;
@@ -1279,4 +1480,13 @@ PyModuleDef kModule = {
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&kModule); }
+PyMODINIT_FUNC PyInit__kernels(void) {
+  PyObject* module = PyModule_Create(&kModule);
+  // Tests read the lengths at which a kernel changes algorithm.
+  if (module != nullptr &&
+      PyModule_AddIntConstant(module, "COUNTED_ROW_MAX", long(kCountedRowMax)) != 0) {
+    Py_DECREF(module);
+    return nullptr;
+  }
+  return module;
+}

@@ -28,6 +28,7 @@ metric every route agrees; the kernels are compared with XLA on those scores.
 """
 
 import functools
+import importlib
 import json
 import os
 import subprocess
@@ -59,8 +60,11 @@ FLOATS = [np.float32, np.float64]
 DTYPES = [*FLOATS, *INTEGERS, np.bool_]
 
 # The kernels' own cases: the small-k selection buffer (k <= 64) and the
-# partial sort above it, insertion-sorted short rows (n <= 24) and std::sort.
+# partial sort above it, insertion-sorted short rows (n <= 24) and std::sort;
+# averaged ties of whole rows counted pairwise up to COUNTED_MAX items, sorted
+# past it.
 SHORT_K, LONG_K = 3, 66
+COUNTED_MAX = importlib.import_module("lodestar._kernels").COUNTED_ROW_MAX
 
 
 def _pool(dtype):
@@ -171,9 +175,11 @@ XLA_COMPARED = (np.float32, np.float64, np.int8, np.uint64, np.bool_)
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
 def test_every_kernel_agrees_with_numpy_and_with_xla(dtype):
-    # Three batch shapes in one program: two batch axes of 70 items (std::sort,
-    # both selection paths), 11 items (insertion sort) and one item.
-    cases = [_lists(dtype, shape, seed) for seed, shape in enumerate([(2, 3, 70), (5, 11), (4, 1)])]
+    # Four batch shapes in one program: two batch axes of 70 items (std::sort,
+    # both selection paths), 11 items (insertion sort), one item, and rows
+    # too long for counting their blocks pairwise.
+    shapes = [(2, 3, 70), (5, 11), (4, 1), (2, COUNTED_MAX + 1)]
+    cases = [_lists(dtype, shape, seed) for seed, shape in enumerate(shapes)]
     with_xla = dtype in XLA_COMPARED
     program = _kernels_and_xla if with_xla else functools.partial(_kernels, label="native")
     found = jax.jit(lambda cases: [program(s, v) for s, v in cases])(cases)
@@ -193,23 +199,73 @@ def _weighted_sum_oracle(scores, values, valid, table):
     return np.sum(np.where(valid, values * means, 0), axis=-1)
 
 
+@pytest.mark.parametrize("n", [70, COUNTED_MAX + 1])
 @pytest.mark.parametrize("dtype", DTYPES, ids=[np.dtype(d).name for d in DTYPES])
-def test_the_weighted_sum_kernel_averages_ties_as_the_oracle_does(dtype):
+def test_the_weighted_sum_kernel_averages_ties_as_the_oracle_does(dtype, n):
     # One pass per row: with a cut-off the k largest keys in a buffer (k <= 64)
     # or a partial sort (k > 64), the k-th value's run counted over the row;
-    # without one, the real items sorted. Every key kind, padding and ties.
-    scores, valid = _lists(dtype, (6, 70), seed=3)
+    # without one, the blocks of the items with a non-zero value counted
+    # pairwise (n <= 256) or the real items sorted. Every key kind, padding,
+    # ties, and values of 0.
+    scores, valid = _lists(dtype, (6, n), seed=3)
     rng = np.random.default_rng(4)
     for value_dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-5)):
         values = rng.random(scores.shape).astype(value_dtype)
-        discounts = 1 / np.log2(np.arange(2, 72))
-        for k in (0, 1, SHORT_K, 10, LONG_K, 69, 70):
-            table = np.where(np.arange(70) < (k or 70), discounts, 0).astype(value_dtype)
+        values[rng.random(scores.shape) < 0.3] = 0
+        discounts = 1 / np.log2(np.arange(2, n + 2))
+        for k in (0, 1, SHORT_K, 10, LONG_K, n - 1, n):
+            table = np.where(np.arange(n) < (k or n), discounts, 0).astype(value_dtype)
             cumulative = np.concatenate([[0], np.cumsum(table)]).astype(value_dtype)
             found = _native.weighted_sum(scores, values, valid, cumulative, k)
             assert found.dtype == value_dtype
             want = _weighted_sum_oracle(scores, values.astype(np.float64), valid, table)
             np.testing.assert_allclose(found, want, rtol=rtol, atol=rtol, err_msg=f"k={k}")
+
+
+def _block_totals_oracle(values, above):
+    """Per item, ``values`` summed over the blocks above its own and over its own, in float64."""
+    n = values.shape[-1]
+    bins = np.minimum(above, n)
+    within = np.zeros(values.shape[:-1] + (n + 1,))
+    for row in np.ndindex(values.shape[:-1]):
+        np.add.at(within[row], bins[row], values[row])
+    earlier = np.cumsum(within, axis=-1) - within
+    return np.take_along_axis(earlier, bins, -1), np.take_along_axis(within, bins, -1)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.float64], ids=lambda d: d.__name__)
+def test_the_block_totals_kernel_sums_each_block_and_the_blocks_above(dtype, route):
+    # The blocks of tied scores with padding (its block is named n, after
+    # every real one), as the engine counts them; whole-number values, so that
+    # every order of adding them gives the same sums. Through the engine's
+    # block_totals on both routes, and the kernel itself against XLA's.
+    scores, valid = _lists(np.float32, (2, 3, 70), seed=5)
+    above, tied = oracles.engine_blocks(scores, valid, ignore_ties=False)
+    values = np.random.default_rng(6).integers(-3, 4, scores.shape).astype(dtype)
+    want = _block_totals_oracle(values, above)
+    blocks = _ranking.TieBlocks(jnp.asarray(above), jnp.asarray(tied))
+    found = jax.jit(_ranking.block_totals)(values, blocks)
+    pairs = [found]
+    if route == "native":
+        pairs.append(jax.jit(_native.block_totals)(values, above))
+        pairs.append(jax.jit(_ranking._xla_block_totals)(values, above))
+    for pair in pairs:
+        for got, expected in zip(pair, want, strict=True):
+            assert got.dtype == dtype
+            np.testing.assert_array_equal(got, expected.astype(dtype))
+    if dtype != np.int32:
+        # A NaN value is NaN in its own block's total and in the totals above
+        # every block below it, and in no block above it (XLA's route, which
+        # subtracts a block from a running total, also in its own block's
+        # total above).
+        values[0, 0, 5] = np.nan
+        above_nan, within_nan = jax.jit(_ranking.block_totals)(values, blocks)
+        row, a = above[0, 0], above[0, 0, 5]
+        np.testing.assert_array_equal(np.isnan(within_nan[0, 0]), row == a)
+        assert np.all(np.isnan(above_nan[0, 0][row > a]))
+        assert not np.any(np.isnan(above_nan[0, 0][row < a]))
+        if route == "native":
+            assert not np.any(np.isnan(above_nan[0, 0][row == a]))
 
 
 def _ideal_oracle(values, valid, table):
@@ -270,13 +326,15 @@ def test_kernels_rank_nan_as_numpy_sorts_it(dtype):
     # NaN of either sign: last in the ascending argsort, first and one block
     # in the descending counts and selection (with a k-th count of 0), after
     # the padding's zeros in the sorted gains.
-    scores, valid = _lists(dtype, (6, 30), seed=4)
-    nan = np.random.default_rng(4).random(scores.shape) < 0.2
-    scores[nan] = np.where(np.arange(nan.sum()) % 2, np.nan, -np.nan)
-    scores[1, :SHORT_K] = np.nan  # the k-th largest is NaN
-    found = jax.jit(_kernels_and_xla)(scores, valid)
-    _check_against_numpy(found, scores, valid)
-    assert found[f"native largest {SHORT_K}"][1][1] == 0
+    # Rows whose blocks are counted pairwise, and rows sorted.
+    for n in (30, COUNTED_MAX + 10):
+        scores, valid = _lists(dtype, (6, n), seed=4)
+        nan = np.random.default_rng(4).random(scores.shape) < 0.2
+        scores[nan] = np.where(np.arange(nan.sum()) % 2, np.nan, -np.nan)
+        scores[1, :SHORT_K] = np.nan  # the k-th largest is NaN
+        found = jax.jit(_kernels_and_xla)(scores, valid)
+        _check_against_numpy(found, scores, valid)
+        assert found[f"native largest {SHORT_K}"][1][1] == 0
 
 
 _drawn_lists_program = jax.jit(_kernels_and_xla)

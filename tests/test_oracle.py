@@ -289,8 +289,11 @@ def test_auto_rule_follows_the_measured_thresholds(monkeypatch, native):
     # decision 0012: top-k from the compiled kernel's selection is cheap
     # enough from n >= 3k; with lax.top_k (the descending-index tie-break, or
     # where the kernels do not apply) only for k <= 64 and n > 384 or n >= 16k.
+    # Short lists' averaged ties: the kernel counts them (pairwise) where it
+    # applies, XLA's pairwise pass elsewhere.
     monkeypatch.setattr(_native, "applies", lambda: native)
-    averaged = {(100, 10): "topk", (100, 32): "topk", (100, 34): "pairwise", (79, 1): "pairwise"}
+    short = "pairwise_or_native" if native else "pairwise"
+    averaged = {(100, 10): "topk", (100, 32): "topk", (100, 34): short, (79, 1): short}
     by_index = {(100, 10): "pairwise", (160, 10): "topk", (1000, 64): "topk"}
     for (n, k), method in averaged.items():
         assert _ranking.choose_method(n, k) == (
@@ -300,7 +303,8 @@ def test_auto_rule_follows_the_measured_thresholds(monkeypatch, native):
         assert _ranking.choose_method(n, k, ignore_ties=True) == method
     assert _ranking.choose_method(1000, 128, ignore_ties=True) == "sort_or_native"
     assert _ranking.choose_method(1000, 128) == ("topk" if native else "sort_or_native")
-    assert _ranking.choose_method(512, None) == "pairwise"
+    assert _ranking.choose_method(512, None) == short
+    assert _ranking.choose_method(512, None, ignore_ties=True) == "pairwise"
     assert _ranking.choose_method(513, None) == "sort_or_native"
     assert _ranking.exploited_cutoff(100, 10) == (10 if native else None)
     assert _ranking.exploited_cutoff(100, 10, ignore_ties=True) is None

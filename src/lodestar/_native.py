@@ -45,6 +45,7 @@ TARGETS = (
     "lodestar_descending_gains",
     "lodestar_weighted_sum",
     "lodestar_weighted_sum_and_ideal",
+    "lodestar_block_totals",
 )
 
 
@@ -110,6 +111,8 @@ def _check() -> None:
         order = jax.jit(stable_argsort)(scores)
         top, count = jax.jit(functools.partial(largest, k=2))(scores)
         gains = jax.jit(descending_gains)(scores, valid)
+        counted = np.array([[1, 2, 3, 4], [1, 1, 1, 1]], np.int32)
+        total_above, total_within = jax.jit(block_totals)(counted, above)
     expected = (
         [[1, 0, 1, 4], [0, 0, 0, 3]],
         [[2, 1, 2, 1], [3, 3, 3, 1]],
@@ -117,8 +120,11 @@ def _check() -> None:
         [[2.0, 0.5], [3.0, 3.0]],
         [2, 3],
         [[2.0, 0.5, 0.5, 0.0], [3.0, 3.0, 3.0, 1.0]],
+        [[2, 0, 2, 6], [0, 0, 0, 3]],
+        [[4, 2, 4, 4], [3, 3, 3, 1]],
     )
-    for found, wanted in zip((above, tied, order, top, count, gains), expected, strict=True):
+    results = (above, tied, order, top, count, gains, total_above, total_within)
+    for found, wanted in zip(results, expected, strict=True):
         if not np.array_equal(np.asarray(found), np.asarray(wanted)):
             raise AssertionError(f"got {np.asarray(found).tolist()}, not {np.asarray(wanted)}")
 
@@ -298,6 +304,17 @@ def weighted_sum_and_ideal(
     return _weighted_sum_call(
         "lodestar_weighted_sum_and_ideal", 2, scores, values, valid, cumulative_table, k
     )
+
+
+def block_totals(values: jax.Array, above: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``_ranking.block_totals``: per item, ``values`` summed over the blocks above and its own.
+
+    ``values`` are int32, float32 or float64; ``above`` the int32 counts that
+    name each item's block (padding's is ``n``).
+    """
+    out = _result(values, values.dtype)
+    above = jnp.broadcast_to(above, values.shape)
+    return _call("lodestar_block_totals", (out, out), values, above)
 
 
 def _weighted_sum_call(target, results, scores, values, valid, cumulative_table, k):

@@ -129,6 +129,10 @@ def choose_method(n: int, k: int | None, *, ignore_ties: bool = False) -> str:
         elif k <= TOPK_MAX_K_XLA and (n > TOPK_ALWAYS_N or n >= TOPK_MIN_RATIO * k):
             return "topk"
     if n <= PAIRWISE_MAX_N:
+        # The kernel counts short lists' averaged ties pairwise too, several
+        # times faster than XLA's pairwise pass (decision 0043).
+        if not ignore_ties and _native.applies():
+            return "pairwise_or_native"
         return "pairwise"
     return "sort_or_native"
 
@@ -184,11 +188,15 @@ def tie_blocks(
     if method == "sort":
         return _xla_sort(scores, valid, ignore_ties)
     if method == "native":
-        return _native_sort(scores, valid, ignore_ties)
+        return _native_or(_xla_sort, scores, valid, ignore_ties)
     if method == "sort_or_native":
         if _native.applies():
-            return _native_sort(scores, valid, ignore_ties)
+            return _native_or(_xla_sort, scores, valid, ignore_ties)
         return _xla_sort(scores, valid, ignore_ties)
+    if method == "pairwise_or_native":
+        if _native.applies():
+            return _native_or(_pairwise, scores, valid, ignore_ties)
+        return _pairwise(scores, valid, ignore_ties)
     raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
 
 
@@ -354,14 +362,14 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
-def _native_sort(scores, valid, ignore_ties) -> TieBlocks:
-    """The counts from the compiled kernel on CPU, from XLA's sort elsewhere."""
+def _native_or(xla_method, scores, valid, ignore_ties) -> TieBlocks:
+    """The counts from the compiled kernel on CPU, from ``xla_method`` elsewhere."""
 
     def native(scores, valid):
         return TieBlocks(*_native.tie_blocks(scores, valid, ignore_ties=ignore_ties))
 
     def xla(scores, valid):
-        return _xla_sort(scores, valid, ignore_ties)
+        return xla_method(scores, valid, ignore_ties)
 
     return _native.on_cpu(native, xla, scores, valid)
 
@@ -377,7 +385,7 @@ def _native_tie_blocks(scores, valid, *, ignore_ties):
     # The kernel merges -0.0 into 0.0 itself. XLA's `scores == 0` would also
     # merge subnormals (its threads treat them as zero), which NumPy, the
     # fallback, and trec_eval tell apart.
-    return _native_sort(rankable(scores, merge_zeros=False), valid, ignore_ties)
+    return _native_or(_xla_sort, rankable(scores, merge_zeros=False), valid, ignore_ties)
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
@@ -639,7 +647,7 @@ def block_weighted_sum(
     k: int | None = None,
     ignore_ties: bool = False,
     method: str = "auto",
-    ideal: Callable[[], jax.Array],
+    ideal: Callable[[jax.Array], jax.Array],
 ) -> tuple[jax.Array, jax.Array]: ...
 
 
@@ -652,7 +660,7 @@ def block_weighted_sum(
     k: int | None = None,
     ignore_ties: bool = False,
     method: str = "auto",
-    ideal: Callable[[], jax.Array] | None = None,
+    ideal: Callable[[jax.Array], jax.Array] | None = None,
 ) -> jax.Array | tuple[jax.Array, jax.Array]:
     """``sum_i values[i] * m[i]`` per list, ``m[i]`` the block mean of a positional table.
 
@@ -681,8 +689,9 @@ def block_weighted_sum(
       ideal: Asks for the ideal's sum as well: the same sum over each list
         ranked by its own values, negative values counting as 0 (with gains
         and discounts, the ideal DCG). Where the compiled kernels apply, the
-        pass over each row that ranks it gives the ideal too; elsewhere this
-        callable computes it.
+        pass over each row that ranks it gives the ideal too; elsewhere, and
+        for derivatives (the kernels have none), this callable computes it
+        from the values it is given.
 
     Returns:
       ``(...)`` sums in the dtype of ``values * cumulative_table``; padding
@@ -697,7 +706,7 @@ def block_weighted_sum(
         method = choose_method(n, k, ignore_ties=ignore_ties)
     total_dtype = jnp.result_type(values, cumulative_table)
     if (
-        method in ("topk", "sort_or_native", "native")
+        method in ("topk", "sort_or_native", "pairwise_or_native", "native")
         and not ignore_ties
         and n > 0
         and cumulative_table.ndim == 1
@@ -713,22 +722,43 @@ def block_weighted_sum(
                 return _native.weighted_sum(scores, values, valid, table, k or 0)
             return _native.weighted_sum_and_ideal(scores, values, valid, table, k or 0)
 
-        def xla(scores, values, valid, table):
-            method = "sort" if k is None else "topk"
-            total = _xla_weighted_sum(scores, values, valid, table, k, False, method)
-            total = total.astype(total_dtype)
-            return total if ideal is None else (total, ideal().astype(total_dtype))
+        if method == "pairwise_or_native":
+            xla_method = "pairwise"
+        else:
+            xla_method = "sort" if k is None else "topk"
 
-        return _native.on_cpu(
-            native,
-            xla,
-            scores,
-            values.astype(total_dtype),
-            valid,
-            cumulative_table.astype(total_dtype),
-        )
+        def xla_total(scores, values, valid, table):
+            total = _xla_weighted_sum(scores, values, valid, table, k, False, xla_method)
+            return total.astype(total_dtype)
+
+        def xla(scores, values, valid, table):
+            total = xla_total(scores, values, valid, table)
+            return total if ideal is None else (total, ideal(values).astype(total_dtype))
+
+        def xla_of_operands(scores, values, valid, table):
+            # XLA's route from the operands alone (a derivative rule may close
+            # over no traced value, as `ideal` may): the ideal as the positive
+            # values ranked by themselves, its ties averaged like the list's.
+            total = xla_total(scores, values, valid, table)
+            if ideal is None:
+                return total
+            positive = jnp.maximum(values, 0)
+            return total, xla_total(positive, positive, valid, table)
+
+        @jax.custom_jvp
+        def either(scores, values, valid, table):
+            return _native.on_cpu(native, xla, scores, values, valid, table)
+
+        @either.defjvp
+        def either_jvp(primals, tangents):
+            # The kernels carry no derivatives: XLA's route gives them, in the
+            # values and the table (the scores' counts have none).
+            sums = _native.on_cpu(native, xla_of_operands, *primals)
+            return sums, jax.jvp(xla_of_operands, primals, tangents)[1]
+
+        return either(scores, values.astype(total_dtype), valid, cumulative_table.astype(total_dtype))
     total = _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method)
-    return total if ideal is None else (total, ideal())
+    return total if ideal is None else (total, ideal(values))
 
 
 def _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method):
@@ -789,11 +819,11 @@ class Ranking:
 
     @overload
     def weighted_sum(
-        self, values, cumulative_table, *, ideal: Callable[[], jax.Array]
+        self, values, cumulative_table, *, ideal: Callable[[jax.Array], jax.Array]
     ) -> tuple[jax.Array, jax.Array]: ...
 
     def weighted_sum(
-        self, values, cumulative_table, *, ideal: Callable[[], jax.Array] | None = None
+        self, values, cumulative_table, *, ideal: Callable[[jax.Array], jax.Array] | None = None
     ) -> jax.Array | tuple[jax.Array, jax.Array]:
         """:func:`block_weighted_sum` of ``values``, reusing the blocks if already counted.
 
@@ -812,7 +842,7 @@ class Ranking:
             )
         means = block_mean(cumulative_table, self._blocks)
         total = jnp.sum(jnp.where(self.valid, values * means, 0), axis=-1)
-        return total if ideal is None else (total, ideal())
+        return total if ideal is None else (total, ideal(values))
 
     def rank_order(self) -> jax.Array:
         """Item indices in rank order, each tie block contiguous, padding last.
@@ -901,7 +931,25 @@ def block_totals(values: jax.Array, blocks: TieBlocks) -> tuple[jax.Array, jax.A
       ``(above, within)``, each shaped and typed like ``values``.
     """
     n = values.shape[-1]
-    bins = jnp.minimum(blocks.above, n)
+    if (
+        values.dtype in (jnp.int32, jnp.float32, jnp.float64)
+        and n > 0
+        and _native.applies()
+    ):
+        # The kernel's three passes over each row beat XLA's scatter-add
+        # several times over (decision 0043).
+        return _native.on_cpu(
+            lambda values, above: _native.block_totals(values, above),
+            lambda values, above: _xla_block_totals(values, above),
+            values,
+            jnp.broadcast_to(blocks.above, values.shape).astype(jnp.int32),
+        )
+    return _xla_block_totals(values, blocks.above)
+
+
+def _xla_block_totals(values, above):
+    n = values.shape[-1]
+    bins = jnp.minimum(above, n)
 
     def per_list(values, bins):
         return jnp.zeros(n + 1, values.dtype).at[bins].add(values)

@@ -79,16 +79,15 @@ def _ideal(lists: _kernel.RankedLists, k, gain, gains, cut_ideal=True, ideal_k=N
 
 def _ndcg(lists: _kernel.RankedLists, k, *, gain, cut_ideal=True, ideal_k=None):
     gains = judged_gains(lists, gain)
-    # The ideal of the list's own items ranks their positive gains only.
-    positive = jnp.maximum(gains, 0)
     table = _gains.discount_table(lists.n, k=k, log_base=2.0, dtype=lists.dtype)
 
-    def ideal():
-        return _ideal(lists, k, gain, positive, cut_ideal, ideal_k)
+    def ideal(gains):
+        # The ideal of the list's own items ranks their positive gains only.
+        return _ideal(lists, k, gain, jnp.maximum(gains, 0), cut_ideal, ideal_k)
 
     if "ideal_labels" in lists.context or "sorted_ideal_gains" in lists.context:
         value = lists.ranking.weighted_sum(gains, table)
-        return _kernel.ratio_or_zero(value, ideal())
+        return _kernel.ratio_or_zero(value, ideal(gains))
     # The list's own gains, ranked by themselves and weighted by the same
     # table: where the compiled kernels apply, the pass that ranks each list
     # gives its ideal too.
