@@ -173,20 +173,27 @@ def test_callable_gain_and_exp2():
     )
 
 
+@pytest.mark.parametrize("k", [None, 10])
 @pytest.mark.parametrize("n", [8, 100])
-def test_ndcg_ideal_is_differentiable_in_labels_and_vmappable(n):
-    # n = 100 orders the ideal with a host argsort, n = 8 with the counting pass.
+def test_ndcg_ideal_is_differentiable_in_labels_and_vmappable(n, k):
+    # On CPU the compiled kernels give the values (their one pass per list
+    # also gives the ideal) and XLA's route the derivatives.
     scores = jnp.asarray(np.round(rng.random((3, n)), 1))
     # Distinct labels: at tied gains the ideal (a sort) has only one-sided derivatives.
     labels = jnp.asarray(rng.random((3, n)) * 3)
-    grad = jax.jit(jax.grad(lambda y: metrics.ndcg(scores, y).sum()))(labels)
+    grad = jax.jit(jax.grad(lambda y: metrics.ndcg(scores, y, k=k).sum()))(labels)
     assert np.all(np.isfinite(grad))
     step = 1e-6
-    bumped = labels.at[1, 2].add(step)
-    numeric = (metrics.ndcg(scores, bumped).sum() - metrics.ndcg(scores, labels).sum()) / step
-    np.testing.assert_allclose(grad[1, 2], numeric, rtol=1e-4, atol=1e-8)
-    mapped = jax.vmap(lambda s, y: metrics.ndcg(s, y))(scores, labels)
-    np.testing.assert_allclose(mapped, metrics.ndcg(scores, labels), rtol=1e-12)
+    for item in range(4):
+        bumped = labels.at[1, item].add(step)
+        numeric = (
+            metrics.ndcg(scores, bumped, k=k).sum() - metrics.ndcg(scores, labels, k=k).sum()
+        ) / step
+        np.testing.assert_allclose(grad[1, item], numeric, rtol=1e-4, atol=1e-8)
+    mapped = jax.vmap(lambda s, y: metrics.ndcg(s, y, k=k))(scores, labels)
+    np.testing.assert_allclose(mapped, metrics.ndcg(scores, labels, k=k), rtol=1e-12)
+    tangent = jax.jvp(lambda y: metrics.ndcg(scores, y, k=k), (labels,), (jnp.ones_like(labels),))
+    np.testing.assert_allclose(tangent[1], jnp.sum(grad, axis=-1), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("n", [10, 100, 400])
