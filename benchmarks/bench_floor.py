@@ -60,20 +60,22 @@ def _select_top(rows: np.ndarray, k: int, how: str) -> np.ndarray:
     return np.sort(rows, axis=-1)
 
 
-def _on_route(route: str, fn):
-    """``fn`` jitted, traced with the kernels (``native``) or with XLA's sort (``xla``)."""
-    jitted = jax.jit(fn)
+def _on_route(route: str, fn, *example):
+    """``fn`` compiled for ``example`` with the kernels (``native``) or XLA's sort (``xla``).
 
-    def run(*args):
-        applies = _native.applies
-        if route == "xla":
-            _native.applies = lambda: False  # trace-time choice: XLA's sort
-        try:
-            return jitted(*args)
-        finally:
-            _native.applies = applies
-
-    return run
+    The route is chosen when a program is traced, and lodestar's own programs
+    are traced once per shape and process: JAX's caches are cleared before
+    and after, or the second route would reuse the first one's programs.
+    """
+    applies = _native.applies
+    jax.clear_caches()
+    if route == "xla":
+        _native.applies = lambda: False  # trace-time choice: XLA's sort
+    try:
+        return jax.jit(fn).lower(*example).compile()
+    finally:
+        _native.applies = applies
+        jax.clear_caches()
 
 
 def measure(batch: int, n: int, k: int, reps: int, seed: int) -> dict:
@@ -96,10 +98,9 @@ def measure(batch: int, n: int, k: int, reps: int, seed: int) -> dict:
     }
     routes = ("native", "xla") if _native.loaded() else ("xla",)
     for route in routes:
-        ms[f"{route}_ndcg_at_k"] = jax_ms(
-            _on_route(route, partial(metrics.ndcg, k=k)), scores, labels
-        )
-        ms[f"{route}_ndcg"] = jax_ms(_on_route(route, metrics.ndcg), scores, labels)
+        at_k = _on_route(route, partial(metrics.ndcg, k=k), scores, labels)
+        ms[f"{route}_ndcg_at_k"] = jax_ms(at_k, scores, labels)
+        ms[f"{route}_ndcg"] = jax_ms(_on_route(route, metrics.ndcg, scores, labels), scores, labels)
     return {
         "batch": batch,
         "n": n,
