@@ -705,6 +705,28 @@ constexpr int64_t kCountedMax = 64;
 // again among themselves before they are ranked.
 constexpr int64_t kRefineAbove = 2;
 
+// The candidates for a row's k largest keys (Candidates), bounded a second
+// time among themselves when many survive: their items in `candidates` and
+// their keys in `candidate_keys`; returns how many. `maxima` and `kept` are
+// scratch of n entries.
+template <typename Key>
+int64_t TopCandidates(const Key* keys, const bool* valid, int64_t n, int64_t k, Key* maxima,
+                      uint32_t* kept, uint32_t* candidates, Key* candidate_keys) {
+  int64_t found = Candidates(keys, valid, n, k, maxima, candidates);
+  for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
+  if (found >= kRefineAbove * k) {
+    // The same bound again, over the candidates alone (all real): it is
+    // tighter, and ranking them costs the square of their number.
+    const int64_t still = Candidates(candidate_keys, nullptr, found, k, maxima, kept);
+    for (int64_t c = 0; c < still; ++c) {
+      candidates[c] = candidates[kept[c]];
+      candidate_keys[c] = candidate_keys[kept[c]];
+    }
+    found = still;
+  }
+  return found;
+}
+
 // For each of m keys, how many of them are strictly larger (above) and equal
 // (tied, itself included). The inner loop runs over the counted keys, so the
 // counts vectorise and nothing is summed across lanes (blocks of eight kept
@@ -730,6 +752,93 @@ void CountRanks(const uint32_t* keys, int64_t m, int32_t* above, int32_t* tied) 
 LODESTAR_VECTOR_CLONES
 void CountRanks(const uint64_t* keys, int64_t m, int32_t* above, int32_t* tied) {
   CountRanksOf(keys, m, above, tied);
+}
+
+// -------------------------------------------------------- top tie blocks
+
+// tie_blocks with averaged ties and a cut-off 0 < k < n: exact counts for every
+// item whose block starts before k, which are the candidates for the k
+// largest keys ranked among themselves (every item above or tied with a
+// candidate is one); every other real item gets above = k, tied = 1, and
+// padding n and 1, as XLA's top-k route gives them.
+template <typename Entry>
+void TopTieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source, const bool* valid,
+                      int64_t k, int32_t* above, int32_t* tied, int64_t first, int64_t last) {
+  using Key = typename EntryKey<Entry>::type;
+  const int64_t n = source.n;
+  std::vector<Key> keys(n), maxima(n), candidate_keys(n);
+  std::vector<uint32_t> candidates(n), kept(n);
+  std::vector<int32_t> ranks_above(std::max(kCountedMax, n)), ranks_tied(std::max(kCountedMax, n));
+  std::vector<Entry> entries(n), scratch(n);
+  std::vector<uint32_t> counts[kBucketDepth];
+  for (int64_t row = first; row < last; ++row) {
+    const bool* row_valid = valid + row * n;
+    int32_t* row_above = above + row * n;
+    int32_t* row_tied = tied + row * n;
+    source.Fill(row, keys.data(), row_valid);
+    for (int64_t i = 0; i < n; ++i) {
+      row_above[i] = row_valid[i] ? int32_t(k) : int32_t(n);
+      row_tied[i] = 1;
+    }
+    const int64_t found = TopCandidates(keys.data(), row_valid, n, k, maxima.data(), kept.data(),
+                                        candidates.data(), candidate_keys.data());
+    if (found <= kCountedMax) {
+      CountRanks(candidate_keys.data(), found, ranks_above.data(), ranks_tied.data());
+      for (int64_t c = 0; c < found; ++c) {
+        if (ranks_above[c] < k) {
+          row_above[candidates[c]] = ranks_above[c];
+          row_tied[candidates[c]] = ranks_tied[c];
+        }
+      }
+      continue;
+    }
+    // Many candidates (a long run of ties at the k-th key): sorted, their
+    // blocks read off in order until one starts at k.
+    for (int64_t c = 0; c < found; ++c) {
+      entries[c] = Entry::Make(Key(~candidate_keys[c]), candidates[c]);
+    }
+    SortEntries(entries.data(), entries.data() + found, scratch.data(), counts);
+    for (int64_t start = 0; start < found && start < k;) {
+      int64_t stop = start + 1;
+      while (stop < found && entries[stop].key() == entries[start].key()) ++stop;
+      for (int64_t p = start; p < stop; ++p) {
+        row_above[entries[p].tie()] = int32_t(start);
+        row_tied[entries[p].tie()] = int32_t(stop - start);
+      }
+      start = stop;
+    }
+  }
+}
+
+ffi::Error TopTieBlocksImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
+                            ffi::Buffer<ffi::PRED> valid, int64_t k,
+                            ffi::ResultBuffer<ffi::S32> above,
+                            ffi::ResultBuffer<ffi::S32> tied) {
+  const ffi::DataType type = scores.element_type();
+  if (!IsSupported(type)) return Unsupported(type);
+  int64_t rows, n;
+  RowsAndLength(scores.dimensions(), &rows, &n);
+  if (valid.element_count() != scores.element_count()) {
+    return ffi::Error::InvalidArgument("lodestar top tie blocks: valid and scores differ in size");
+  }
+  if (k <= 0 || k >= n) {
+    return ffi::Error::InvalidArgument("lodestar top tie blocks: k must be in [1, n)");
+  }
+  const bool* valid_data = valid.typed_data();
+  int32_t* above_data = above->typed_data();
+  int32_t* tied_data = tied->typed_data();
+  if (IsWide(type)) {
+    RowKeys<uint64_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      TopTieBlocksRows<Wide>(source, valid_data, k, above_data, tied_data, first, last);
+    });
+  } else {
+    RowKeys<uint32_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+      TopTieBlocksRows<Packed>(source, valid_data, k, above_data, tied_data, first, last);
+    });
+  }
+  return ffi::Error::Success();
 }
 
 // ------------------------------------------------------------ largest values
@@ -1034,20 +1143,9 @@ class RowSums {
   Value Top(const Key* keys, const bool* valid, const Value* values) {
     const int64_t k = k_;
     uint32_t* candidates = candidates_.data();
-    int64_t found = Candidates(keys, valid, n_, k, maxima_.data(), candidates);
     Key* candidate_keys = candidate_keys_.data();
-    for (int64_t c = 0; c < found; ++c) candidate_keys[c] = keys[candidates[c]];
-    if (found >= kRefineAbove * k) {
-      // The same bound again, over the candidates alone (all real): it is
-      // tighter, and ranking them costs the square of their number.
-      uint32_t* kept = kept_.data();
-      const int64_t still = Candidates(candidate_keys, nullptr, found, k, maxima_.data(), kept);
-      for (int64_t c = 0; c < still; ++c) {
-        candidates[c] = candidates[kept[c]];
-        candidate_keys[c] = candidate_keys[kept[c]];
-      }
-      found = still;
-    }
+    const int64_t found = TopCandidates(keys, valid, n_, k, maxima_.data(), kept_.data(),
+                                        candidates, candidate_keys);
     Value total = 0;
     if (found <= kCountedMax) {
       // Each candidate's block from its rank among them: every item above a
@@ -1378,6 +1476,15 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarTieBlocks, TieBlocksImpl,
                                   .Ret<ffi::Buffer<ffi::S32>>()
                                   .Ret<ffi::Buffer<ffi::S32>>());
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarTopTieBlocks, TopTieBlocksImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Attr<int64_t>("k")
+                                  .Ret<ffi::Buffer<ffi::S32>>()
+                                  .Ret<ffi::Buffer<ffi::S32>>());
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarArgsort, ArgsortImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -1445,6 +1552,7 @@ PyObject* Targets(PyObject*, PyObject*) {
       {"lodestar_weighted_sum", reinterpret_cast<void*>(LodestarWeightedSum)},
       {"lodestar_weighted_sum_and_ideal", reinterpret_cast<void*>(LodestarWeightedSumAndIdeal)},
       {"lodestar_block_totals", reinterpret_cast<void*>(LodestarBlockTotals)},
+      {"lodestar_top_tie_blocks", reinterpret_cast<void*>(LodestarTopTieBlocks)},
   };
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;

@@ -105,6 +105,8 @@ def _kernels(scores, valid, label):
     out[f"{label} order"] = _native.stable_argsort(scores)
     for k in {min(SHORT_K, n), min(LONG_K, n)}:
         out[f"{label} largest {k}"] = _native.largest(scores, k)
+        if k < n:
+            out[f"{label} top blocks {k}"] = _native.top_tie_blocks(scores, valid, k=k)
     if jnp.issubdtype(scores.dtype, jnp.floating):
         out[f"{label} gains"] = _native.descending_gains(scores, valid)
     return out
@@ -124,6 +126,8 @@ def _kernels_and_xla(scores, valid):
     for k in {min(SHORT_K, n), min(LONG_K, n)}:
         top = jax.lax.top_k(ranked, k)[0]
         out[f"xla largest {k}"] = (top, jnp.sum(ranked == top[..., k - 1 :], axis=-1))
+        if k < n:
+            out[f"xla top blocks {k}"] = tuple(_ranking._topk(ranked, valid, k, False))
     if jnp.issubdtype(scores.dtype, jnp.floating):
         out["xla gains"] = _gains._xla_sorted_values(ranked, valid)
     return out
@@ -150,6 +154,14 @@ def _check_against_numpy(found, scores, valid):
         assert top.dtype == scores.dtype
         np.testing.assert_array_equal(top, want_top)
         np.testing.assert_array_equal(count, want_count)
+        if k < n:
+            # Exact for the blocks starting before k; every other real item
+            # below the top (k, 1), padding (n, 1).
+            above, tied = oracles.engine_blocks(scores, valid, ignore_ties=False)
+            below = valid & (above >= k)
+            want = (np.where(below, k, above), np.where(below, 1, tied))
+            for got, expected in zip(found[f"native top blocks {k}"], want, strict=True):
+                np.testing.assert_array_equal(got, expected)
     if "native gains" in found:
         assert found["native gains"].dtype == scores.dtype
         np.testing.assert_array_equal(

@@ -322,6 +322,48 @@ def test_engine_methods_agree_under_vmap(method, route):
     np.testing.assert_array_equal(np.asarray(got.tied)[exact], np.asarray(expected.tied)[exact])
 
 
+@pytest.mark.parametrize(
+    "dtype", [np.float64, np.float32, np.int8, np.uint8, np.bool_], ids=lambda d: d.__name__
+)
+def test_the_first_block_from_the_scores_is_the_first_block_from_the_counts(dtype):
+    # Reciprocal rank and hits read the first block holding a relevant item
+    # off the scores (a maximum and one pass of counts) where no counts are
+    # formed; they must be the engine's block: ties, padding, extremes of
+    # the dtype, -0.0 beside 0.0, lists with no relevant or no real item.
+    from lodestar.metrics import _first_relevant
+
+    rng = np.random.default_rng(8)
+    if dtype == np.bool_:
+        scores = rng.random((40, 25)) < 0.5
+    elif np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        scores = rng.choice([info.min, info.max, 0, 1, 1, 2], size=(40, 25)).astype(dtype)
+    else:
+        pool = [-np.inf, np.inf, -0.0, 0.0, 0.5, 0.5, 1.0, np.finfo(dtype).max]
+        scores = rng.choice(pool, size=(40, 25)).astype(dtype)
+    valid = rng.random((40, 25)) < 0.85
+    relevant = valid & (rng.random((40, 25)) < 0.15)
+    valid[0] = False
+    relevant[0] = relevant[1] = False
+
+    def counted_first(scores, valid, relevant):
+        ranking = _ranking.Ranking(scores, valid)
+        ranking.blocks  # noqa: B018 - forms the counts first
+        return _first_relevant.first_block_holding(ranking, relevant)
+
+    def fresh_first(scores, valid, relevant):
+        ranking = _ranking.Ranking(scores, valid)
+        block = _first_relevant.first_block_holding(ranking, relevant)
+        assert not ranking.counted  # the scores' way was taken
+        return block
+
+    from_scores = jax.jit(fresh_first)(scores, valid, relevant)
+    from_counts = jax.jit(counted_first)(scores, valid, relevant)
+    for got, want in zip(from_scores, from_counts, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert from_scores.above[0] == 25 and from_scores.size[1] == 0
+
+
 def test_reciprocal_rank_closed_form_at_large_blocks():
     # 400 tied items, 3 relevant, 5 items above: compare with exact fractions.
     from fractions import Fraction

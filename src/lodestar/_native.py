@@ -46,6 +46,7 @@ TARGETS = (
     "lodestar_weighted_sum",
     "lodestar_weighted_sum_and_ideal",
     "lodestar_block_totals",
+    "lodestar_top_tie_blocks",
 )
 
 
@@ -111,6 +112,7 @@ def _check() -> None:
         order = jax.jit(stable_argsort)(scores)
         top, count = jax.jit(functools.partial(largest, k=2))(scores)
         gains = jax.jit(descending_gains)(scores, valid)
+        top_above, top_tied = jax.jit(functools.partial(top_tie_blocks, k=1))(scores, valid)
         counted = np.array([[1, 2, 3, 4], [1, 1, 1, 1]], np.int32)
         total_above, total_within = jax.jit(block_totals)(counted, above)
     expected = (
@@ -122,8 +124,10 @@ def _check() -> None:
         [[2.0, 0.5, 0.5, 0.0], [3.0, 3.0, 3.0, 1.0]],
         [[2, 0, 2, 6], [0, 0, 0, 3]],
         [[4, 2, 4, 4], [3, 3, 3, 1]],
+        [[1, 0, 1, 4], [0, 0, 0, 1]],
+        [[1, 1, 1, 1], [3, 3, 3, 1]],
     )
-    results = (above, tied, order, top, count, gains, total_above, total_within)
+    results = (above, tied, order, top, count, gains, total_above, total_within, top_above, top_tied)
     for found, wanted in zip(results, expected, strict=True):
         if not np.array_equal(np.asarray(found), np.asarray(wanted)):
             raise AssertionError(f"got {np.asarray(found).tolist()}, not {np.asarray(wanted)}")
@@ -255,6 +259,17 @@ def tie_blocks(scores: jax.Array, valid: jax.Array, *, ignore_ties: bool):
     return _call(
         "lodestar_tie_blocks", (out, out), scores, valid, ignore_ties=np.int64(ignore_ties)
     )
+
+
+def top_tie_blocks(scores: jax.Array, valid: jax.Array, *, k: int):
+    """:func:`tie_blocks` with averaged ties, exact for the blocks starting before ``k``.
+
+    ``0 < k < n``. Every other real item gets ``above = k`` and ``tied = 1``,
+    padding ``n`` and 1: XLA's top-k route's counts (``_ranking._topk``).
+    """
+    out = _result(scores, jnp.int32)
+    valid = jnp.broadcast_to(valid, scores.shape)
+    return _call("lodestar_top_tie_blocks", (out, out), scores, valid, k=np.int64(k))
 
 
 def stable_argsort(keys: jax.Array) -> jax.Array:

@@ -181,23 +181,20 @@ def tie_blocks(
     if n == 0:
         empty = jnp.zeros(scores.shape, jnp.int32)
         return TieBlocks(empty, empty + 1)
-    if method == "pairwise":
-        return _pairwise(scores, valid, ignore_ties)
-    if method == "topk":
-        return _topk(scores, valid, k, ignore_ties)
-    if method == "sort":
-        return _xla_sort(scores, valid, ignore_ties)
-    if method == "native":
-        return _native_or(_xla_sort, scores, valid, ignore_ties)
-    if method == "sort_or_native":
-        if _native.applies():
-            return _native_or(_xla_sort, scores, valid, ignore_ties)
-        return _xla_sort(scores, valid, ignore_ties)
-    if method == "pairwise_or_native":
-        if _native.applies():
-            return _native_or(_pairwise, scores, valid, ignore_ties)
-        return _pairwise(scores, valid, ignore_ties)
-    raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
+    # XLA's method for each, the route on any platform but CPU.
+    xla_methods = {"pairwise": _pairwise, "pairwise_or_native": _pairwise, "sort": _xla_sort}
+    xla_methods.update(native=_xla_sort, sort_or_native=_xla_sort)
+    xla_methods["topk"] = functools.partial(_topk, k=k)
+    if method not in xla_methods:
+        raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
+    xla_method = functools.partial(xla_methods[method], ignore_ties=ignore_ties)
+    if method == "topk" and not ignore_ties and _native.applies():
+        kernel = functools.partial(_native.top_tie_blocks, k=k)
+    elif method == "native" or (method.endswith("_or_native") and _native.applies()):
+        kernel = functools.partial(_native.tie_blocks, ignore_ties=ignore_ties)
+    else:
+        return xla_method(scores, valid)
+    return _native_or(kernel, xla_method, scores, valid)
 
 
 def _count(this, others, others_valid, relation, others_index=None) -> jax.Array:
@@ -362,16 +359,9 @@ def _xla_sort(scores, valid, ignore_ties) -> TieBlocks:
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
-def _native_or(xla_method, scores, valid, ignore_ties) -> TieBlocks:
-    """The counts from the compiled kernel on CPU, from ``xla_method`` elsewhere."""
-
-    def native(scores, valid):
-        return TieBlocks(*_native.tie_blocks(scores, valid, ignore_ties=ignore_ties))
-
-    def xla(scores, valid):
-        return xla_method(scores, valid, ignore_ties)
-
-    return _native.on_cpu(native, xla, scores, valid)
+def _native_or(kernel, xla_method, scores, valid) -> TieBlocks:
+    """The counts from a compiled ``kernel`` on CPU, from ``xla_method`` elsewhere."""
+    return _native.on_cpu(lambda *a: TieBlocks(*kernel(*a)), xla_method, scores, valid)
 
 
 # NumPy ranks the command line's lists where the kernels are not loaded, this
@@ -385,7 +375,9 @@ def _native_tie_blocks(scores, valid, *, ignore_ties):
     # The kernel merges -0.0 into 0.0 itself. XLA's `scores == 0` would also
     # merge subnormals (its threads treat them as zero), which NumPy, the
     # fallback, and trec_eval tell apart.
-    return _native_or(_xla_sort, rankable(scores, merge_zeros=False), valid, ignore_ties)
+    kernel = functools.partial(_native.tie_blocks, ignore_ties=ignore_ties)
+    xla_method = functools.partial(_xla_sort, ignore_ties=ignore_ties)
+    return _native_or(kernel, xla_method, rankable(scores, merge_zeros=False), valid)
 
 
 def host_tie_blocks(scores: np.ndarray, valid: np.ndarray, ignore_ties: bool):
@@ -804,6 +796,11 @@ class Ranking:
         self.method = method
         self._blocks: TieBlocks | None = None if blocks is None else TieBlocks(*blocks)
         self._order: jax.Array | None = order
+
+    @property
+    def counted(self) -> bool:
+        """Whether :attr:`blocks` are formed already (given, or asked for before)."""
+        return self._blocks is not None
 
     @property
     def blocks(self) -> TieBlocks:

@@ -44,7 +44,9 @@ def _expected_cascade(stop, ranking, k, *, length, dtype):
     real = ranked(valid)[..., :length]
     rank = jnp.arange(length)
     offset = (rank - start).astype(dtype)
-    reach = jnp.cumprod(jnp.concatenate([jnp.ones_like(go_on[..., :1]), go_on[..., :-1]], -1), -1)
+    reach = _kernel.cumulative_product(
+        jnp.concatenate([jnp.ones_like(go_on[..., :1]), go_on[..., :-1]], -1)
+    )
     reach_block = jnp.take_along_axis(reach, jnp.minimum(start, n - 1), axis=-1)
 
     def previous_offset(x):

@@ -41,6 +41,33 @@ def first_relevant_block(blocks: _ranking.TieBlocks, relevant: jax.Array) -> Fir
     return FirstRelevantBlock(above, size, count)
 
 
+def first_block_holding(ranking: _ranking.Ranking, marked: jax.Array) -> FirstRelevantBlock:
+    """:func:`first_relevant_block` of the ``marked`` items (``marked`` excludes padding).
+
+    With averaged ties and no counts formed yet, it comes from the scores
+    alone: the block is the run of the largest marked score, so a maximum and
+    one pass of counts over the lists give it, and nothing is ranked
+    (reciprocal rank and hits need no other count). Otherwise from the counts.
+    """
+    if ranking.ignore_ties or ranking.counted:
+        return first_relevant_block(ranking.blocks, marked)
+    scores = _ranking.rankable(ranking.scores)
+    n = scores.shape[-1]
+    if jnp.issubdtype(scores.dtype, jnp.floating):
+        lowest = jnp.array(-jnp.inf, scores.dtype)
+    else:
+        lowest = jnp.array(jnp.iinfo(scores.dtype).min, scores.dtype)
+    found = jnp.any(marked, axis=-1)
+    top = jnp.max(jnp.where(marked, scores, lowest), axis=-1, keepdims=True, initial=lowest)
+    at_top = ranking.valid & (scores == top)
+    above = jnp.sum(ranking.valid & (scores > top), axis=-1, dtype=jnp.int32)
+    size = jnp.sum(at_top, axis=-1, dtype=jnp.int32)
+    count = jnp.sum(at_top & marked, axis=-1, dtype=jnp.int32)
+    return FirstRelevantBlock(
+        jnp.where(found, above, n), jnp.where(found, size, 0), jnp.where(found, count, 0)
+    )
+
+
 def first_relevant_position_probabilities(block: FirstRelevantBlock, length: int, dtype):
     """P(the first relevant item sits at offset j in its block), j = 1 .. length.
 
@@ -58,7 +85,7 @@ def first_relevant_position_probabilities(block: FirstRelevantBlock, length: int
     possible = j <= m - r
     ratio = jnp.where(possible, (m - j - r + 1) / jnp.where(possible, m - j, 1), 0)
     first = jnp.where(r > 0, r / jnp.maximum(m, 1), 0)
-    return jnp.cumprod(jnp.concatenate([first, ratio], axis=-1), axis=-1)
+    return _kernel.cumulative_product(jnp.concatenate([first, ratio], axis=-1))
 
 
 def probability_none_relevant_first(
@@ -92,8 +119,7 @@ def probability_none_relevant_first(
 
 def _first_relevant(lists: _kernel.RankedLists):
     """The first block holding a relevant item, and how many offsets of it matter."""
-    blocks = lists.ranking.blocks
-    block = first_relevant_block(blocks, lists.relevant())
+    block = first_block_holding(lists.ranking, lists.relevant())
     # Only offsets j with a + j <= k can count, so a static k bounds them.
     k = lists.ranking.k
     return block, lists.n if k is None else min(k, lists.n)

