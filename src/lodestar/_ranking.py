@@ -848,7 +848,10 @@ class Ranking:
         block's items may depend on it.
         """
         if self._order is None:
-            self._order = descending_order(-self.blocks.above, self.valid)
+            # Sorted as whole numbers, as host_rank_order does: the kernel's
+            # sort takes one pass over keys in [0, n + 1], several over floats.
+            key = jnp.where(self.valid, self.blocks.above, self.n + 1).astype(jnp.int32)
+            self._order = ascending_order(key)
         return self._order
 
 

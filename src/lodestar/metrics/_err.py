@@ -55,8 +55,9 @@ def _expected_cascade(stop, ranking, k, *, length, dtype):
     def add_item(j, state):
         none_stopped, stops_at = state
         item = jnp.minimum(start + j - 1, n - 1)
-        x = jnp.take_along_axis(go_on, item, axis=-1)
-        r = jnp.take_along_axis(stop_ranked, item, axis=-1)
+        # One gather per step: x is 1 - r, as go_on is 1 - stop_ranked.
+        r = jnp.take_along_axis(stop_ranked, item, axis=-1, mode="promise_in_bounds")
+        x = 1 - r
         count = j.astype(dtype)
         new_stops_at = (
             (count - 1 - offset) * stops_at
