@@ -127,7 +127,18 @@ def _check() -> None:
         [[1, 0, 1, 4], [0, 0, 0, 1]],
         [[1, 1, 1, 1], [3, 3, 3, 1]],
     )
-    results = (above, tied, order, top, count, gains, total_above, total_within, top_above, top_tied)
+    results = (
+        above,
+        tied,
+        order,
+        top,
+        count,
+        gains,
+        total_above,
+        total_within,
+        top_above,
+        top_tied,
+    )
     for found, wanted in zip(results, expected, strict=True):
         if not np.array_equal(np.asarray(found), np.asarray(wanted)):
             raise AssertionError(f"got {np.asarray(found).tolist()}, not {np.asarray(wanted)}")

@@ -188,7 +188,7 @@ def tie_blocks(
     if method not in xla_methods:
         raise ValueError(f"Unknown rank method {method!r}; expected one of {METHODS}.")
     xla_method = functools.partial(xla_methods[method], ignore_ties=ignore_ties)
-    if method == "topk" and not ignore_ties and _native.applies():
+    if method == "topk" and k is not None and not ignore_ties and _native.applies():
         kernel = functools.partial(_native.top_tie_blocks, k=k)
     elif method == "native" or (method.endswith("_or_native") and _native.applies()):
         kernel = functools.partial(_native.tie_blocks, ignore_ties=ignore_ties)
@@ -748,7 +748,9 @@ def block_weighted_sum(
             sums = _native.on_cpu(native, xla_of_operands, *primals)
             return sums, jax.jvp(xla_of_operands, primals, tangents)[1]
 
-        return either(scores, values.astype(total_dtype), valid, cumulative_table.astype(total_dtype))
+        return either(
+            scores, values.astype(total_dtype), valid, cumulative_table.astype(total_dtype)
+        )
     total = _xla_weighted_sum(scores, values, valid, cumulative_table, k, ignore_ties, method)
     return total if ideal is None else (total, ideal(values))
 
@@ -931,11 +933,7 @@ def block_totals(values: jax.Array, blocks: TieBlocks) -> tuple[jax.Array, jax.A
       ``(above, within)``, each shaped and typed like ``values``.
     """
     n = values.shape[-1]
-    if (
-        values.dtype in (jnp.int32, jnp.float32, jnp.float64)
-        and n > 0
-        and _native.applies()
-    ):
+    if values.dtype in (jnp.int32, jnp.float32, jnp.float64) and n > 0 and _native.applies():
         # The kernel's three passes over each row beat XLA's scatter-add
         # several times over (decision 0043).
         return _native.on_cpu(
