@@ -308,3 +308,30 @@ def test_refusals():
         dcg.update(dcg.init(), jnp.ones((2, 3)), jnp.ones((2, 3)), weights=jnp.array([1.0, -1.0]))
     with pytest.raises(ValueError, match="per-list weights of shape"):
         dcg.update(dcg.init(), jnp.ones((2, 3)), jnp.ones((2, 3)), weights=jnp.ones(3))
+
+
+def test_building_an_accumulator_starts_no_backend():
+    # jax.distributed.initialize must come before JAX starts its backend; a
+    # training script builds its accumulators at import (as
+    # examples/distributed_training.py does), and their check of the options
+    # traces the metric. A fresh process, since this one's backend runs.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    child = (
+        "from jax._src import xla_bridge\n"
+        "from lodestar import metrics, streaming\n"
+        "streaming.collection({'ndcg@10': streaming.mean(metrics.ndcg, k=10),\n"
+        "    'mrr': streaming.mean(metrics.reciprocal_rank),\n"
+        "    'map': streaming.mean(metrics.average_precision)})\n"
+        "print(xla_bridge.backends_are_initialized())\n"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

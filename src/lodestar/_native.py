@@ -20,6 +20,8 @@ platform, so a program lowered for ``platforms=("cpu", "cuda")`` holds both.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import importlib
 import os
@@ -168,6 +170,24 @@ def refusal() -> str | None:
     return _state_now()[1]
 
 
+_shapes_only = contextvars.ContextVar("lodestar_shapes_only", default=False)
+
+
+@contextlib.contextmanager
+def shapes_only():
+    """Inside, :func:`applies` is False without asking JAX which backend runs.
+
+    For traces that run nothing (:func:`jax.eval_shape`): asking starts JAX's
+    backend, which ``jax.distributed.initialize`` must precede, and both
+    routes give the same shapes and dtypes.
+    """
+    token = _shapes_only.set(True)
+    try:
+        yield
+    finally:
+        _shapes_only.reset(token)
+
+
 def applies() -> bool:
     """Whether the engine ranks with the kernels: on CPU, where they loaded.
 
@@ -176,7 +196,10 @@ def applies() -> bool:
     partitioner runs on every shard. Inside a ``shard_map`` whose every mesh
     axis is manual, each device runs the kernels on its own lists. Decided at
     trace time: both routes give identical values, so only speed depends on it.
+    Asking starts JAX's backend, unless inside :func:`shapes_only`.
     """
+    if _shapes_only.get():
+        return False
     if jax.default_backend() != "cpu":
         return False
     if jax.device_count() > 1:

@@ -61,7 +61,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Num
 
-from lodestar import _lists
+from lodestar import _lists, _native
 
 __all__ = ["Collection", "CompensatedSum", "Mean", "MeanState", "collection", "mean"]
 
@@ -300,8 +300,11 @@ def mean(metric: Callable[..., jax.Array], **options) -> Mean:
     """
     if not callable(metric):
         raise TypeError(f"streaming.mean expects a callable metric; got {metric!r}.")
-    # Trace once on a tiny input so that bad options raise here, not mid-stream.
-    jax.eval_shape(functools.partial(metric, **options), _PROBE, _PROBE)
+    # Trace once on a tiny input so that bad options raise here, not mid-stream;
+    # without starting JAX's backend, since an accumulator may be built before
+    # jax.distributed.initialize.
+    with _native.shapes_only():
+        jax.eval_shape(functools.partial(metric, **options), _PROBE, _PROBE)
     return Mean(metric, tuple(sorted(options.items())))
 
 
