@@ -400,6 +400,47 @@ void CountChosen(const int64_t* keys, int64_t m, const int64_t* chosen, int64_t 
 
 // ---------------------------------------------------------------- tie blocks
 
+// Each block's counts, read off `count` entries sorted by key, for the blocks
+// starting before `limit`; an entry's item is the complement of its tie-break.
+template <typename Entry>
+void WriteSortedBlocks(const Entry* entries, int64_t count, int64_t limit, int32_t* above,
+                       int32_t* tied) {
+  for (int64_t start = 0; start < count && start < limit;) {
+    int64_t stop = start + 1;
+    while (stop < count && entries[stop].key() == entries[start].key()) ++stop;
+    for (int64_t p = start; p < stop; ++p) {
+      const uint32_t item = ~entries[p].tie();
+      above[item] = int32_t(start);
+      tied[item] = int32_t(stop - start);
+    }
+    start = stop;
+  }
+}
+
+// Checks a tie-block kernel's operands and runs rows(Entry{}, source, first,
+// last) over the batch's rows, with the entries and keys of the scores' type.
+template <typename Rows>
+ffi::Error RunTieBlocks(ffi::ThreadPool& pool, ffi::AnyBuffer& scores,
+                        ffi::Buffer<ffi::PRED>& valid, const char* name, Rows rows) {
+  const ffi::DataType type = scores.element_type();
+  if (!IsSupported(type)) return Unsupported(type);
+  int64_t batch_rows, n;
+  RowsAndLength(scores.dimensions(), &batch_rows, &n);
+  if (valid.element_count() != scores.element_count()) {
+    return ffi::Error::InvalidArgument(std::string(name) + ": valid and scores differ in size");
+  }
+  if (IsWide(type)) {
+    RowKeys<uint64_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, batch_rows, n,
+                 [&](int64_t first, int64_t last) { rows(Wide{}, source, first, last); });
+  } else {
+    RowKeys<uint32_t> source{scores.untyped_data(), type, n};
+    ForRowBlocks(&pool, batch_rows, n,
+                 [&](int64_t first, int64_t last) { rows(Packed{}, source, first, last); });
+  }
+  return ffi::Error::Success();
+}
+
 // Per item: real items with a strictly higher score (above) and the size of
 // its tie block (tied); padding gets above = n and tied = 1. With
 // ignore_ties, ties break by descending index: above is the 0-based position
@@ -460,17 +501,7 @@ void TieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source,
       }
       continue;
     }
-    int64_t start = 0;
-    while (start < real) {
-      int64_t stop = start + 1;
-      while (stop < real && entries[stop].key() == entries[start].key()) ++stop;
-      for (int64_t p = start; p < stop; ++p) {
-        const uint32_t item = ~entries[p].tie();
-        row_above[item] = int32_t(start);
-        row_tied[item] = int32_t(stop - start);
-      }
-      start = stop;
-    }
+    WriteSortedBlocks(entries.data(), real, real, row_above, row_tied);
   }
 }
 
@@ -478,30 +509,14 @@ ffi::Error TieBlocksImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
                          ffi::Buffer<ffi::PRED> valid, int64_t ignore_ties,
                          ffi::ResultBuffer<ffi::S32> above,
                          ffi::ResultBuffer<ffi::S32> tied) {
-  const ffi::DataType type = scores.element_type();
-  if (!IsSupported(type)) return Unsupported(type);
-  int64_t rows, n;
-  RowsAndLength(scores.dimensions(), &rows, &n);
-  if (valid.element_count() != scores.element_count()) {
-    return ffi::Error::InvalidArgument("lodestar tie blocks: valid and scores differ in size");
-  }
   const bool* valid_data = valid.typed_data();
   int32_t* above_data = above->typed_data();
   int32_t* tied_data = tied->typed_data();
-  if (IsWide(type)) {
-    RowKeys<uint64_t> source{scores.untyped_data(), type, n};
-    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
-      TieBlocksRows<Wide>(source, valid_data, above_data, tied_data, ignore_ties != 0,
-                          first, last);
-    });
-  } else {
-    RowKeys<uint32_t> source{scores.untyped_data(), type, n};
-    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
-      TieBlocksRows<Packed>(source, valid_data, above_data, tied_data, ignore_ties != 0,
-                            first, last);
-    });
-  }
-  return ffi::Error::Success();
+  return RunTieBlocks(pool, scores, valid, "lodestar tie blocks",
+                      [&](auto entry, const auto& source, int64_t first, int64_t last) {
+                        TieBlocksRows<decltype(entry)>(source, valid_data, above_data, tied_data,
+                                                       ignore_ties != 0, first, last);
+                      });
 }
 
 // -------------------------------------------------------------- block totals
@@ -795,18 +810,10 @@ void TopTieBlocksRows(const RowKeys<typename EntryKey<Entry>::type>& source, con
     // Many candidates (a long run of ties at the k-th key): sorted, their
     // blocks read off in order until one starts at k.
     for (int64_t c = 0; c < found; ++c) {
-      entries[c] = Entry::Make(Key(~candidate_keys[c]), candidates[c]);
+      entries[c] = Entry::Make(Key(~candidate_keys[c]), ~candidates[c]);
     }
     SortEntries(entries.data(), entries.data() + found, scratch.data(), counts);
-    for (int64_t start = 0; start < found && start < k;) {
-      int64_t stop = start + 1;
-      while (stop < found && entries[stop].key() == entries[start].key()) ++stop;
-      for (int64_t p = start; p < stop; ++p) {
-        row_above[entries[p].tie()] = int32_t(start);
-        row_tied[entries[p].tie()] = int32_t(stop - start);
-      }
-      start = stop;
-    }
+    WriteSortedBlocks(entries.data(), found, k, row_above, row_tied);
   }
 }
 
@@ -814,31 +821,19 @@ ffi::Error TopTieBlocksImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
                             ffi::Buffer<ffi::PRED> valid, int64_t k,
                             ffi::ResultBuffer<ffi::S32> above,
                             ffi::ResultBuffer<ffi::S32> tied) {
-  const ffi::DataType type = scores.element_type();
-  if (!IsSupported(type)) return Unsupported(type);
   int64_t rows, n;
   RowsAndLength(scores.dimensions(), &rows, &n);
-  if (valid.element_count() != scores.element_count()) {
-    return ffi::Error::InvalidArgument("lodestar top tie blocks: valid and scores differ in size");
-  }
   if (k <= 0 || k >= n) {
     return ffi::Error::InvalidArgument("lodestar top tie blocks: k must be in [1, n)");
   }
   const bool* valid_data = valid.typed_data();
   int32_t* above_data = above->typed_data();
   int32_t* tied_data = tied->typed_data();
-  if (IsWide(type)) {
-    RowKeys<uint64_t> source{scores.untyped_data(), type, n};
-    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
-      TopTieBlocksRows<Wide>(source, valid_data, k, above_data, tied_data, first, last);
-    });
-  } else {
-    RowKeys<uint32_t> source{scores.untyped_data(), type, n};
-    ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
-      TopTieBlocksRows<Packed>(source, valid_data, k, above_data, tied_data, first, last);
-    });
-  }
-  return ffi::Error::Success();
+  return RunTieBlocks(pool, scores, valid, "lodestar top tie blocks",
+                      [&](auto entry, const auto& source, int64_t first, int64_t last) {
+                        TopTieBlocksRows<decltype(entry)>(source, valid_data, k, above_data,
+                                                          tied_data, first, last);
+                      });
 }
 
 // ------------------------------------------------------------ largest values

@@ -267,14 +267,15 @@ def _pairwise(scores, valid, ignore_ties) -> TieBlocks:
     return _mask_padding(TieBlocks(above, tied), valid)
 
 
-def _lowest(dtype) -> jax.Array:
+def lowest(dtype) -> jax.Array:
+    """The smallest value of ``dtype``: -inf for floats, below every real score."""
     if jnp.issubdtype(dtype, jnp.floating):
         return jnp.array(-jnp.inf, dtype)
     return jnp.array(jnp.iinfo(dtype).min, dtype)
 
 
 def _topk(scores, valid, k, ignore_ties) -> TieBlocks:
-    masked = jnp.where(valid, scores, _lowest(scores.dtype))
+    masked = jnp.where(valid, scores, lowest(scores.dtype))
     if ignore_ties:
         # The descending-index tie-break needs the top items' indices.
         top_values, top_index = lax.top_k(masked, k)
@@ -859,15 +860,15 @@ class Ranking:
 
 def _topk_weighted_sum(scores, values, valid, cumulative_table, k):
     # Padding takes the lowest value, so it can only meet the k-th value.
-    lowest = _lowest(scores.dtype)
-    masked = jnp.where(valid, scores, lowest)
+    floor = lowest(scores.dtype)
+    masked = jnp.where(valid, scores, floor)
     top, tied = _largest(masked, k, count_kth=True)  # descending
     assert tied is not None  # asked for with count_kth
     threshold = top[..., k - 1 :]
     # The k-th value's block may continue past the top k; its size was counted
     # over the whole list, padding included if it sits at the lowest value.
     padding = jnp.sum(~valid, axis=-1, dtype=jnp.int32)
-    tied = jnp.where(threshold[..., 0] == lowest, tied - padding, tied)
+    tied = jnp.where(threshold[..., 0] == floor, tied - padding, tied)
     # In the sorted top values a block is a run of equal values; the last
     # run's size is the count above.
     start, stop = _runs(top)
@@ -937,8 +938,8 @@ def block_totals(values: jax.Array, blocks: TieBlocks) -> tuple[jax.Array, jax.A
         # The kernel's three passes over each row beat XLA's scatter-add
         # several times over (decision 0043).
         return _native.on_cpu(
-            lambda values, above: _native.block_totals(values, above),
-            lambda values, above: _xla_block_totals(values, above),
+            _native.block_totals,
+            _xla_block_totals,
             values,
             jnp.broadcast_to(blocks.above, values.shape).astype(jnp.int32),
         )

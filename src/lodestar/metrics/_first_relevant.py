@@ -53,10 +53,7 @@ def first_block_holding(ranking: _ranking.Ranking, marked: jax.Array) -> FirstRe
         return first_relevant_block(ranking.blocks, marked)
     scores = _ranking.rankable(ranking.scores)
     n = scores.shape[-1]
-    if jnp.issubdtype(scores.dtype, jnp.floating):
-        lowest = jnp.array(-jnp.inf, scores.dtype)
-    else:
-        lowest = jnp.array(jnp.iinfo(scores.dtype).min, scores.dtype)
+    lowest = _ranking.lowest(scores.dtype)
     found = jnp.any(marked, axis=-1)
     top = jnp.max(jnp.where(marked, scores, lowest), axis=-1, keepdims=True, initial=lowest)
     at_top = ranking.valid & (scores == top)
