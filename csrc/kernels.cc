@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -1460,6 +1461,340 @@ ffi::Error WeightedSumAndIdealImpl(ffi::ThreadPool pool, ffi::AnyBuffer scores,
                                   DataOf<double>(ideal));
 }
 
+
+// ------------------------------------------------------------ normalized gain
+
+// trec_eval's G (m_G.c), averaged over the orders of every tie block: the
+// formulas of metrics/_normalized_gain.py (decision 0016 derives them), taken
+// block by block along each row instead of position by position over the
+// batch. An item at position p before k with gain g contributes
+// g / log2(2 + C_p - S_p), C_p the ideal's cost down to p and S_p the gains
+// at positions 0..p. Inside a tie block of m items holding c non-zero gains,
+// the t-th position's gains sum to base + Y_t, where w, the non-zero gains
+// among t draws, is hypergeometric, and given w, Y_t is the sum of a uniform
+// w-subset of the block's non-zero gains. Its law is exact while it holds at
+// most `atoms` distinct sums per w; past that, neighbouring sums are pooled
+// into their weighted mean and the second moment lost is reported.
+
+// A law of subset sums per size w = 1..c, `atoms` weighted sums each.
+template <typename Value>
+class SubsetSumLaws {
+ public:
+  explicit SubsetSumLaws(int64_t atoms)
+      : atoms_(atoms), candidates_(2 * atoms), order_(2 * atoms), group_(2 * atoms),
+        mass_(atoms), weighted_(atoms), lost_(atoms) {}
+
+  int64_t atoms() const { return atoms_; }
+  const Value* probability(int64_t w) const { return &probability_[w * atoms_]; }
+  const Value* value(int64_t w) const { return &value_[w * atoms_]; }
+  const Value* spread(int64_t w) const { return &spread_[w * atoms_]; }
+
+  // Every non-zero gain equal: Z_w = w g, one sum per size, nothing pooled.
+  void Equal(int64_t c, Value gain) {
+    Reset(c);
+    for (int64_t w = 1; w <= c; ++w) {
+      probability_[w * atoms_] = 1;
+      value_[w * atoms_] = Value(w) * gain;
+    }
+  }
+
+  // The block's non-zero gains, ascending (a canonical order, so that pooled
+  // sums do not depend on the order of the items): adding the j-th gain g
+  // updates every w <= j as
+  //   Z_j(w) = (j - w)/j Z_{j-1}(w) + w/j (Z_{j-1}(w - 1) + g),
+  // w downwards, so that Z_{j-1}(w - 1) is still the old law when read.
+  void Mixed(const Value* ascending, int64_t c) {
+    Reset(c);
+    for (int64_t j = 1; j <= c; ++j) {
+      const Value g = ascending[j - 1];
+      const Value size = Value(j);
+      for (int64_t w = j; w >= 1; --w) {
+        const Value keep = (size - Value(w)) / size;
+        const Value take = Value(w) / size;
+        Candidate* out = candidates_.data();
+        for (int64_t a = 0; a < atoms_; ++a) {
+          const int64_t at = w * atoms_ + a;
+          *out++ = {probability_[at] * keep, value_[at], spread_[at] * keep};
+        }
+        for (int64_t a = 0; a < atoms_; ++a) {
+          if (w == 1) {  // Z(0) is the sum 0 with probability 1
+            *out++ = {a == 0 ? take : Value(0), g, Value(0)};
+          } else {
+            const int64_t at = (w - 1) * atoms_ + a;
+            *out++ = {probability_[at] * take, value_[at] + g, spread_[at] * take};
+          }
+        }
+        Compact(w);
+      }
+    }
+  }
+
+ private:
+  struct Candidate {
+    Value probability, value, spread;
+  };
+
+  void Reset(int64_t c) {
+    const size_t size = size_t((c + 1) * atoms_);
+    if (probability_.size() < size) {
+      probability_.resize(size);
+      value_.resize(size);
+      spread_.resize(size);
+    }
+    std::fill_n(probability_.begin(), size, Value(0));
+    std::fill_n(value_.begin(), size, Value(0));
+    std::fill_n(spread_.begin(), size, Value(0));
+  }
+
+  // The 2 * atoms candidates merged into the law of size w: equal sums (to a
+  // few ulps) exactly; past `atoms` distinct sums, runs of neighbouring sums,
+  // about equally many per run, into their probability-weighted mean, the
+  // second moment about it that the merge loses added to the spread.
+  void Compact(int64_t w) {
+    const int64_t count = 2 * atoms_;
+    // Empty candidates (no probability) sort last, with a key of 0.
+    auto empty = [&](int64_t i) { return candidates_[i].probability <= 0; };
+    auto key = [&](int64_t i) { return empty(i) ? Value(0) : candidates_[i].value; };
+    for (int64_t i = 0; i < count; ++i) {
+      const bool i_empty = empty(i);
+      const Value i_key = key(i);
+      int64_t at = i;
+      for (; at > 0; --at) {
+        const int64_t before = order_[at - 1];
+        const bool before_empty = empty(before);
+        if (before_empty < i_empty || (before_empty == i_empty && !(i_key < key(before)))) break;
+        order_[at] = before;
+      }
+      order_[at] = i;
+    }
+    const Value eps = std::numeric_limits<Value>::epsilon();
+    int64_t distinct = 0;
+    for (int64_t s = 0; s < count; ++s) {
+      const int64_t i = order_[s];
+      const Value current = key(i);
+      const Value previous = key(order_[s == 0 ? 0 : s - 1]);
+      const Value tolerance = 256 * eps * (std::abs(current) + std::abs(previous));
+      if (!empty(i) && (s == 0 || std::abs(current - previous) > tolerance)) ++distinct;
+      group_[s] = distinct - 1;
+    }
+    for (int64_t s = 0; s < count; ++s) {
+      int64_t group = group_[s];
+      if (distinct > atoms_) group = (group * atoms_) / std::max<int64_t>(distinct, 1);
+      group_[s] = std::clamp<int64_t>(group, 0, atoms_ - 1);
+    }
+    std::fill(mass_.begin(), mass_.end(), Value(0));
+    std::fill(weighted_.begin(), weighted_.end(), Value(0));
+    std::fill(lost_.begin(), lost_.end(), Value(0));
+    for (int64_t s = 0; s < count; ++s) {
+      const Candidate& c = candidates_[order_[s]];
+      mass_[group_[s]] += c.probability;
+      weighted_[group_[s]] += c.probability * key(order_[s]);
+    }
+    for (int64_t a = 0; a < atoms_; ++a) {
+      weighted_[a] = mass_[a] != 0 ? weighted_[a] / mass_[a] : Value(0);  // the mean
+    }
+    for (int64_t s = 0; s < count; ++s) {
+      const Candidate& c = candidates_[order_[s]];
+      const Value deviation = key(order_[s]) - weighted_[group_[s]];
+      lost_[group_[s]] += c.spread + c.probability * deviation * deviation;
+    }
+    for (int64_t a = 0; a < atoms_; ++a) {
+      const int64_t at = w * atoms_ + a;
+      probability_[at] = mass_[a];
+      value_[at] = mass_[a] > 0 ? weighted_[a] : Value(0);
+      spread_[at] = lost_[a];
+    }
+  }
+
+  int64_t atoms_;
+  std::vector<Value> probability_, value_, spread_;  // (c + 1) x atoms, row 0 unused
+  std::vector<Candidate> candidates_;
+  std::vector<int64_t> order_, group_;
+  std::vector<Value> mass_, weighted_, lost_;
+};
+
+template <typename Value>
+class GainRow {
+ public:
+  GainRow(int64_t n, int64_t atoms)
+      : n_(n), size_at_(n), placed_(n), ranked_(n), cost_(n), nonzero_(n), hypergeometric_(n + 1),
+        laws_(atoms) {}
+
+  // One row: G's expected terms summed (found), the second moment pooled
+  // away (pooled), and the ideal's cost down to the row's last position.
+  void Run(const Value* gains, const int32_t* above, const int32_t* tied, const bool* valid,
+           const Value* ideal, int64_t k, Value* found, Value* pooled, Value* cost_total) {
+    const int64_t n = n_;
+    const int64_t end = std::clamp<int64_t>(k, 0, n);
+    Value running = 0;
+    for (int64_t p = 0; p < n; ++p) {
+      const Value cost = ideal[p];
+      running += cost < 1 ? Value(1) : cost;  // max(I_p, 1); NaN stays NaN
+      cost_[p] = running;
+    }
+    *cost_total = running;
+    // The items of the blocks starting before k, at their block's positions.
+    std::fill(size_at_.begin(), size_at_.end(), 0);
+    std::fill(placed_.begin(), placed_.end(), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t start = above[i];
+      if (!valid[i] || start < 0 || start >= end) continue;
+      const int64_t size = tied[i];
+      if (size < 1 || start + size > n || (size_at_[start] != 0 && size_at_[start] != size) ||
+          placed_[start] >= size) {
+        return Malformed(found, pooled);
+      }
+      size_at_[start] = int32_t(size);
+      ranked_[start + placed_[start]++] = gains[i];
+    }
+    Value base = 0, found_sum = 0, pooled_sum = 0;
+    for (int64_t start = 0; start < end;) {
+      const int64_t size = size_at_[start];
+      if (size == 0) break;  // past the real items
+      if (placed_[start] != size) return Malformed(found, pooled);
+      Block(ranked_.data() + start, size, std::min(end - start, size), base,
+            cost_.data() + start, &found_sum, &pooled_sum);
+      Value block_total = 0;
+      for (int64_t q = start; q < start + size; ++q) block_total += ranked_[q];
+      base += block_total;
+      start += size;
+    }
+    *found = found_sum;
+    *pooled = pooled_sum;
+  }
+
+ private:
+  static void Malformed(Value* found, Value* pooled) {
+    *found = *pooled = std::numeric_limits<Value>::quiet_NaN();
+  }
+
+  // A block of `size` gains with `cut` positions before k, `base` the gains
+  // of the blocks above it, `cost` the ideal's cost from its first position.
+  void Block(const Value* gains, int64_t size, int64_t cut, Value base, const Value* cost,
+             Value* found, Value* pooled) {
+    int64_t c = 0;
+    bool mixed = false;
+    for (int64_t q = 0; q < size; ++q) {
+      if (gains[q] != 0) {
+        mixed = mixed || (c > 0 && gains[q] != nonzero_[0]);
+        nonzero_[c++] = gains[q];
+      }
+    }
+    if (c == 0) return;
+    if (mixed) {
+      std::sort(nonzero_.begin(), nonzero_.begin() + c);
+      laws_.Mixed(nonzero_.data(), c);
+    } else {
+      laws_.Equal(c, nonzero_[0]);
+    }
+    // hypergeometric_[w]: the probability that the first t draws of the
+    // block's order hold w of its c non-zero gains; `none`, that they hold
+    // none. One more draw from the R left: p'(w) = (p(w) (R - (c - w)) +
+    // p(w - 1) (c - w + 1)) / R.
+    std::fill_n(hypergeometric_.begin(), c + 1, Value(0));
+    Value none = 1;
+    const Value count = Value(c);
+    const int64_t atoms = laws_.atoms();
+    for (int64_t t = 1; t <= cut; ++t) {
+      const Value remaining = Value(size) - Value(t - 1);
+      const int64_t most = std::min(c, t);
+      for (int64_t w = most; w >= 1; --w) {
+        const Value v = Value(w);
+        const Value previous = w == 1 ? none : hypergeometric_[w - 1];
+        hypergeometric_[w] =
+            (hypergeometric_[w] * (remaining - (count - v)) + previous * (count - v + 1)) /
+            remaining;
+      }
+      none = none * (remaining - count) / std::max(remaining, Value(1));
+      // The ideal's cost down to the t-th position, less the gain above.
+      const Value slack = cost[t - 1] - base;
+      const Value drawn = Value(t);
+      for (int64_t w = 1; w <= most; ++w) {
+        const Value chance = hypergeometric_[w];
+        if (!(chance > 0)) continue;  // a count t draws cannot give
+        const Value* probability = laws_.probability(w);
+        const Value* value = laws_.value(w);
+        const Value* spread = laws_.spread(w);
+        Value expected = 0, lost = 0;
+        for (int64_t a = 0; a < atoms; ++a) {
+          lost += spread[a];
+          if (probability[a] > 0) {
+            expected += probability[a] * ((value[a] / drawn) / std::log2(2 + (slack - value[a])));
+          }
+        }
+        *found += chance * expected;
+        *pooled += chance * lost;
+      }
+    }
+  }
+
+  int64_t n_;
+  std::vector<int32_t> size_at_, placed_;  // per block start: its size, its items placed
+  std::vector<Value> ranked_;              // the gains at the blocks' positions
+  std::vector<Value> cost_;                // the ideal's cost down to each position
+  std::vector<Value> nonzero_;             // a block's non-zero gains
+  std::vector<Value> hypergeometric_;
+  SubsetSumLaws<Value> laws_;
+};
+
+template <typename Value>
+void GainSumsTyped(ffi::ThreadPool& pool, ffi::AnyBuffer& gains, const int32_t* above,
+                   const int32_t* tied, const bool* valid, ffi::AnyBuffer& ideal, const int32_t* k,
+                   int64_t rows, int64_t n, int64_t atoms, Value* found, Value* pooled,
+                   Value* cost_total) {
+  const Value* gain_data = static_cast<const Value*>(gains.untyped_data());
+  const Value* ideal_data = static_cast<const Value*>(ideal.untyped_data());
+  ForRowBlocks(&pool, rows, n, [&](int64_t first, int64_t last) {
+    GainRow<Value> row(n, atoms);
+    for (int64_t r = first; r < last; ++r) {
+      row.Run(gain_data + r * n, above + r * n, tied + r * n, valid + r * n, ideal_data + r * n,
+              k[r], found + r, pooled + r, cost_total + r);
+    }
+  });
+}
+
+ffi::Error GainSumsImpl(ffi::ThreadPool pool, ffi::AnyBuffer gains, ffi::Buffer<ffi::S32> above,
+                        ffi::Buffer<ffi::S32> tied, ffi::Buffer<ffi::PRED> valid,
+                        ffi::AnyBuffer ideal, ffi::Buffer<ffi::S32> k, int64_t atoms,
+                        ffi::Result<ffi::AnyBuffer> found, ffi::Result<ffi::AnyBuffer> pooled,
+                        ffi::Result<ffi::AnyBuffer> cost_total) {
+  const ffi::DataType type = gains.element_type();
+  int64_t rows, n;
+  RowsAndLength(gains.dimensions(), &rows, &n);
+  const size_t items = gains.element_count();
+  if (above.element_count() != items || tied.element_count() != items ||
+      valid.element_count() != items || ideal.element_count() != items ||
+      int64_t(k.element_count()) != rows || int64_t(found->element_count()) != rows ||
+      int64_t(pooled->element_count()) != rows || int64_t(cost_total->element_count()) != rows) {
+    return ffi::Error::InvalidArgument("lodestar gain sums: operands of different sizes");
+  }
+  if (ideal.element_type() != type || found->element_type() != type ||
+      pooled->element_type() != type || cost_total->element_type() != type) {
+    return ffi::Error::InvalidArgument("lodestar gain sums: operands differ in type");
+  }
+  if (atoms < 1 || atoms > 4096) {
+    return ffi::Error::InvalidArgument("lodestar gain sums: atoms outside [1, 4096]");
+  }
+  const int32_t* above_data = above.typed_data();
+  const int32_t* tied_data = tied.typed_data();
+  const bool* valid_data = valid.typed_data();
+  const int32_t* k_data = k.typed_data();
+  switch (type) {
+    case ffi::DataType::F32:
+      GainSumsTyped<float>(pool, gains, above_data, tied_data, valid_data, ideal, k_data, rows, n,
+                           atoms, DataOf<float>(found), DataOf<float>(pooled),
+                           DataOf<float>(cost_total));
+      return ffi::Error::Success();
+    case ffi::DataType::F64:
+      GainSumsTyped<double>(pool, gains, above_data, tied_data, valid_data, ideal, k_data, rows,
+                            n, atoms, DataOf<double>(found), DataOf<double>(pooled),
+                            DataOf<double>(cost_total));
+      return ffi::Error::Success();
+    default:
+      return Unsupported(type);
+  }
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarTieBlocks, TieBlocksImpl,
@@ -1523,6 +1858,20 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarBlockTotals, BlockTotalsImpl,
                                   .Ret<ffi::AnyBuffer>()
                                   .Ret<ffi::AnyBuffer>());
 
+XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarGainSums, GainSumsImpl,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Arg<ffi::Buffer<ffi::PRED>>()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Arg<ffi::Buffer<ffi::S32>>()
+                                  .Attr<int64_t>("atoms")
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
 XLA_FFI_DEFINE_HANDLER_SYMBOL(LodestarDescendingGains, DescendingGainsImpl,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
@@ -1548,6 +1897,7 @@ PyObject* Targets(PyObject*, PyObject*) {
       {"lodestar_weighted_sum_and_ideal", reinterpret_cast<void*>(LodestarWeightedSumAndIdeal)},
       {"lodestar_block_totals", reinterpret_cast<void*>(LodestarBlockTotals)},
       {"lodestar_top_tie_blocks", reinterpret_cast<void*>(LodestarTopTieBlocks)},
+      {"lodestar_gain_sums", reinterpret_cast<void*>(LodestarGainSums)},
   };
   PyObject* dict = PyDict_New();
   if (dict == nullptr) return nullptr;

@@ -49,6 +49,7 @@ TARGETS = (
     "lodestar_weighted_sum_and_ideal",
     "lodestar_block_totals",
     "lodestar_top_tie_blocks",
+    "lodestar_gain_sums",
 )
 
 
@@ -117,6 +118,16 @@ def _check() -> None:
         top_above, top_tied = jax.jit(functools.partial(top_tie_blocks, k=1))(scores, valid)
         counted = np.array([[1, 2, 3, 4], [1, 1, 1, 1]], np.int32)
         total_above, total_within = jax.jit(block_totals)(counted, above)
+        # One tie block of gains 2 and 4 against an ideal of 4, 4 (costs 4,
+        # 8): G's terms (2/log2 4 + 4/log2 2)/2 at t = 1, (6/2)/log2 4 at t = 2.
+        sums = jax.jit(functools.partial(gain_sums, atoms=2))(
+            np.array([[2.0, 4.0]], np.float32),
+            np.zeros((1, 2), np.int32),
+            np.full((1, 2), 2, np.int32),
+            np.ones((1, 2), bool),
+            np.array([[4.0, 4.0]], np.float32),
+            np.array([2], np.int32),
+        )
     expected = (
         [[1, 0, 1, 4], [0, 0, 0, 3]],
         [[2, 1, 2, 1], [3, 3, 3, 1]],
@@ -128,6 +139,7 @@ def _check() -> None:
         [[4, 2, 4, 4], [3, 3, 3, 1]],
         [[1, 0, 1, 4], [0, 0, 0, 1]],
         [[1, 1, 1, 1], [3, 3, 3, 1]],
+        ([4.0], [0.0], [8.0]),
     )
     results = (
         above,
@@ -140,6 +152,7 @@ def _check() -> None:
         total_within,
         top_above,
         top_tied,
+        sums,
     )
     for found, wanted in zip(results, expected, strict=True):
         if not np.array_equal(np.asarray(found), np.asarray(wanted)):
@@ -364,6 +377,35 @@ def block_totals(values: jax.Array, above: jax.Array) -> tuple[jax.Array, jax.Ar
     out = _result(values, values.dtype)
     above = jnp.broadcast_to(above, values.shape)
     return _call("lodestar_block_totals", (out, out), values, above)
+
+
+def gain_sums(
+    gains: jax.Array,
+    above: jax.Array,
+    tied: jax.Array,
+    valid: jax.Array,
+    ideal: jax.Array,
+    k: jax.Array,
+    *,
+    atoms: int,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """trec_eval's G in one pass over each row: its terms, the spread pooled, the ideal's cost.
+
+    ``gains`` (float32 or float64, 0 where unjudged), ``above`` and ``tied``
+    (the engine's int32 blocks, exact for every block starting before ``k``),
+    ``valid``, ``ideal`` (the ideal's gains descending, zero-padded to the
+    row's length, in ``gains``' dtype) are ``(..., n)``; ``k`` is the int32
+    cut-off per row. Returns per row the expected terms summed, the second
+    moment pooled away past ``atoms`` sums, and the ideal's cost down to its
+    last position (``metrics._normalized_gain``).
+    """
+    out = _result(gains, gains.dtype, gains.shape[:-1])
+    valid = jnp.broadcast_to(valid, gains.shape)
+    k = jnp.broadcast_to(k, gains.shape[:-1]).astype(jnp.int32)
+    return _call(
+        "lodestar_gain_sums", (out, out, out), gains, above, tied, valid, ideal, k,
+        atoms=np.int64(atoms),
+    )  # fmt: skip
 
 
 def _weighted_sum_call(target, results, scores, values, valid, cumulative_table, k):

@@ -851,11 +851,17 @@ class Ranking:
         block's items may depend on it.
         """
         if self._order is None:
-            # Sorted as whole numbers, as host_rank_order does: the kernel's
-            # sort takes one pass over keys in [0, n + 1], several over floats.
-            key = jnp.where(self.valid, self.blocks.above, self.n + 1).astype(jnp.int32)
-            self._order = ascending_order(key)
+            self._order = block_order(self.blocks, self.valid)
         return self._order
+
+
+def block_order(blocks: TieBlocks, valid: jax.Array) -> jax.Array:
+    """Item indices in rank order, each tie block contiguous, padding last (:meth:`Ranking.rank_order`)."""
+    n = valid.shape[-1]
+    # Sorted as whole numbers, as host_rank_order does: the kernel's sort
+    # takes one pass over keys in [0, n + 1], several over floats.
+    key = jnp.where(valid, blocks.above, n + 1).astype(jnp.int32)
+    return ascending_order(key)
 
 
 def _topk_weighted_sum(scores, values, valid, cumulative_table, k):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -10,7 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, Bool, Float, Int, Num
 
-from lodestar import _gains, _ranking, _validation
+from lodestar import _gains, _native, _ranking, _validation
 from lodestar.metrics import _dcg, _kernel, _preceding
 
 ATOMS = 16
@@ -37,23 +38,12 @@ def _binary_normalized_gain(lists: _kernel.RankedLists, k):
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
-def _ideal_cost(lists: _kernel.RankedLists, gain):
-    """Per position ``p``, the cost ``sum_{t <= p} max(I_t, 1)``; and the ideal's total gain.
-
-    ``I_t`` is the t-th largest gain of the ideal pool (``ideal_labels`` if
-    given, else the list's judged items), 0 past its end. A gain that is not
-    positive costs 1 wherever it ranks, as a missing one does, so only the
-    positive gains need ordering: the command line gives them sorted, and the
-    kernel then holds no sort (decision 0018).
-    """
-    ideal = _dcg.sorted_ideal_gains(lists, gain)
-    total = jnp.sum(ideal, axis=-1)
-    n, m = lists.n, ideal.shape[-1]
+def _fit_to(ideal, n):
+    """The ideal's gains cut, or zero-padded, to ``n`` positions."""
+    m = ideal.shape[-1]
     if m >= n:
-        ideal = ideal[..., :n]
-    else:
-        ideal = jnp.concatenate([ideal, jnp.zeros(ideal.shape[:-1] + (n - m,), ideal.dtype)], -1)
-    return jnp.cumsum(jnp.maximum(ideal, 1), axis=-1), total
+        return ideal[..., :n]
+    return jnp.concatenate([ideal, jnp.zeros(ideal.shape[:-1] + (n - m,), ideal.dtype)], -1)
 
 
 def _block_extreme(values, mask, blocks, reduce):
@@ -230,18 +220,59 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     """G's numerator, the ideal's total gain, and the second moment pooled away.
 
     The numerator is exact (to round-off) when the third is 0; see
-    :func:`normalized_gain` for the bound otherwise. Blocks whose non-zero
-    gains are all equal have one sum per subset size; the law of the subset
-    sums is built only for the lists holding a block that mixes gains, one
-    list at a time (a tie between two graded items in a large batch then
-    costs one list's work, not the batch's).
+    :func:`normalized_gain` for the bound otherwise. On CPU the compiled
+    kernel takes each row's blocks one after another (decision 0043);
+    elsewhere :func:`_xla_gain_sums` takes every position of the batch at once.
     """
-    dtype = lists.dtype
+    dtype = jnp.dtype(lists.dtype)
     judged = lists.judged()
     gains = jnp.where(judged, _gains.apply_gain(gain, lists.labels.astype(dtype)), 0)
-    cost, ideal_total = _ideal_cost(lists, gain)
-    ranking_blocks = lists.ranking.blocks
-    lay = _preceding.layout(lists, k)
+    # A gain that is not positive costs 1 wherever it ranks, as a missing one
+    # does, so only the positive gains need ordering: the command line gives
+    # them sorted, and the kernel then holds no sort (decision 0018).
+    ideal = _dcg.sorted_ideal_gains(lists, gain)
+    ideal_total = jnp.sum(ideal, axis=-1)
+    blocks = lists.ranking.blocks
+    operands = (
+        gains,
+        blocks.above,
+        blocks.tied,
+        jnp.broadcast_to(lists.valid, gains.shape),
+        _fit_to(ideal, lists.n),
+        jnp.asarray(k, jnp.int32),
+    )
+    if dtype in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) and _native.applies():
+        found, pooled, cost_total = _native.on_cpu(
+            functools.partial(_native.gain_sums, atoms=atoms),
+            functools.partial(_xla_gain_sums, order=None, atoms=atoms),
+            *operands,
+        )
+    else:
+        order = lists.ranking.rank_order()
+        found, pooled, cost_total = _xla_gain_sums(*operands, order=order, atoms=atoms)
+    # The slack is a difference of two sums of gains, each rounded by the
+    # dtype: past 2 / eps (2**53 in float64, 2**24 in float32) their rounding
+    # exceeds the costs of 1 that the slack counts, and a term's discount is
+    # anything (labels 2**60 and 1 gave a slack of -1, and G = inf). No value
+    # is then given: NaN, which the command line refuses.
+    held = jnp.maximum(cost_total, ideal_total) < 2 / jnp.finfo(dtype).eps
+    return jnp.where(held, found, jnp.nan), ideal_total, pooled
+
+
+def _xla_gain_sums(gains, above, tied, valid, ideal, k, *, order, atoms):
+    """:func:`_native.gain_sums` with XLA's operations, every position of the batch at once.
+
+    ``order`` is the rank order if already computed, else None. Blocks whose
+    non-zero gains are all equal have one sum per subset size; the law of
+    the subset sums is built only for the lists holding a block that mixes
+    gains, one list at a time (a tie between two graded items in a large
+    batch then costs one list's work, not the batch's).
+    """
+    ranking_blocks = _ranking.TieBlocks(above, tied)
+    if order is None:
+        order = _ranking.block_order(ranking_blocks, valid)
+    lay = _preceding.layout_of(order, ranking_blocks, valid, k, like=gains, dtype=gains.dtype)
+    cost = jnp.cumsum(jnp.maximum(ideal, 1), axis=-1)
     nonzero = gains != 0
     gain_above, _ = _ranking.block_totals(gains, ranking_blocks)
     _, nonzero_within = _preceding.block_counts(nonzero, ranking_blocks)
@@ -260,7 +291,7 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     mixed = jnp.any(blocks.holds & (highest != lowest), axis=-1)
 
     found, pooled = _expected_terms(blocks, *_one_sum(blocks, highest))
-    batch, n = mixed.shape, lists.n
+    batch, n = mixed.shape, gains.shape[-1]
 
     def per_list(item):
         flag, one = item
@@ -289,15 +320,7 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     where_mixed = mixed[..., None]
     found = jnp.where(where_mixed, mixed_found, found)
     pooled = jnp.where(where_mixed, mixed_pooled, pooled)
-    # The slack is a difference of two sums of gains, each rounded by the
-    # dtype: past 2 / eps (2**53 in float64, 2**24 in float32) their rounding
-    # exceeds the costs of 1 that the slack counts, and a term's discount is
-    # anything (labels 2**60 and 1 gave a slack of -1, and G = inf). No value
-    # is then given: NaN, which the command line refuses.
-    largest = jnp.maximum(cost[..., -1], ideal_total)
-    held = largest < 2 / jnp.finfo(dtype).eps
-    found = jnp.where(held, jnp.sum(found, axis=-1), jnp.nan)
-    return found, ideal_total, jnp.sum(pooled, axis=-1)
+    return jnp.sum(found, axis=-1), jnp.sum(pooled, axis=-1), cost[..., -1]
 
 
 def _normalized_gain(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):

@@ -76,15 +76,24 @@ class Layout(NamedTuple):
 def layout(lists, k) -> Layout:
     """The :class:`Layout` of a kernel's ``RankedLists`` for the traced cut-off ``k``."""
     ranking = lists.ranking
-    blocks = ranking.blocks
-    order = ranking.rank_order()
-    n = lists.n
-    valid = jnp.take_along_axis(lists.valid, order, axis=-1)
+    return layout_of(
+        ranking.rank_order(), ranking.blocks, lists.valid, k, like=lists.labels, dtype=lists.dtype
+    )
+
+
+def layout_of(order, blocks: _ranking.TieBlocks, valid, k, *, like, dtype) -> Layout:
+    """The :class:`Layout` of lists given their rank ``order``, blocks and real items.
+
+    ``like`` is a per-item array whose sharding (and manual mesh axes) the
+    layout's zeros take, in ``dtype``.
+    """
+    n = order.shape[-1]
+    valid = jnp.take_along_axis(jnp.broadcast_to(valid, order.shape), order, axis=-1)
     start = jnp.take_along_axis(blocks.above, order, axis=-1)
     size = jnp.take_along_axis(blocks.tied, order, axis=-1)
     offset = jnp.arange(n) - start
     cut = jnp.where(valid, jnp.clip(k - start, 0, size), 0)
-    zero = jnp.zeros_like(jnp.take_along_axis(lists.labels, order, axis=-1), dtype=lists.dtype)
+    zero = jnp.zeros_like(jnp.take_along_axis(like, order, axis=-1), dtype=dtype)
     return Layout(order, start, size, offset, cut, zero)
 
 
