@@ -1481,10 +1481,12 @@ template <typename Value>
 class SubsetSumLaws {
  public:
   explicit SubsetSumLaws(int64_t atoms)
-      : atoms_(atoms), candidates_(2 * atoms), order_(2 * atoms), group_(2 * atoms),
-        mass_(atoms), weighted_(atoms), lost_(atoms) {}
+      : atoms_(atoms), candidates_(2 * atoms), group_(2 * atoms), mass_(atoms),
+        mean_(atoms), lost_(atoms) {}
 
-  int64_t atoms() const { return atoms_; }
+  // The law of size w: its first used(w) atoms hold probability, ascending
+  // in value; the others none.
+  int64_t used(int64_t w) const { return used_[w]; }
   const Value* probability(int64_t w) const { return &probability_[w * atoms_]; }
   const Value* value(int64_t w) const { return &value_[w * atoms_]; }
   const Value* spread(int64_t w) const { return &spread_[w * atoms_]; }
@@ -1495,6 +1497,8 @@ class SubsetSumLaws {
     for (int64_t w = 1; w <= c; ++w) {
       probability_[w * atoms_] = 1;
       value_[w * atoms_] = Value(w) * gain;
+      spread_[w * atoms_] = 0;
+      used_[w] = 1;
     }
   }
 
@@ -1505,25 +1509,17 @@ class SubsetSumLaws {
   // w downwards, so that Z_{j-1}(w - 1) is still the old law when read.
   void Mixed(const Value* ascending, int64_t c) {
     Reset(c);
+    const Value unit[3] = {1, 0, 0};  // Z(0): the sum 0 with probability 1
     for (int64_t j = 1; j <= c; ++j) {
       const Value g = ascending[j - 1];
       const Value size = Value(j);
       for (int64_t w = j; w >= 1; --w) {
         const Value keep = (size - Value(w)) / size;
         const Value take = Value(w) / size;
-        Candidate* out = candidates_.data();
-        for (int64_t a = 0; a < atoms_; ++a) {
-          const int64_t at = w * atoms_ + a;
-          *out++ = {probability_[at] * keep, value_[at], spread_[at] * keep};
-        }
-        for (int64_t a = 0; a < atoms_; ++a) {
-          if (w == 1) {  // Z(0) is the sum 0 with probability 1
-            *out++ = {a == 0 ? take : Value(0), g, Value(0)};
-          } else {
-            const int64_t at = (w - 1) * atoms_ + a;
-            *out++ = {probability_[at] * take, value_[at] + g, spread_[at] * take};
-          }
-        }
+        const int64_t at = w * atoms_, below = (w - 1) * atoms_;
+        Merge(&probability_[at], &value_[at], &spread_[at], used_[w], keep,
+              w == 1 ? &unit[0] : &probability_[below], w == 1 ? &unit[1] : &value_[below],
+              w == 1 ? &unit[2] : &spread_[below], w == 1 ? 1 : used_[w - 1], take, g);
         Compact(w);
       }
     }
@@ -1541,76 +1537,81 @@ class SubsetSumLaws {
       value_.resize(size);
       spread_.resize(size);
     }
-    std::fill_n(probability_.begin(), size, Value(0));
-    std::fill_n(value_.begin(), size, Value(0));
-    std::fill_n(spread_.begin(), size, Value(0));
+    used_.assign(size_t(c + 1), 0);
   }
 
-  // The 2 * atoms candidates merged into the law of size w: equal sums (to a
+  // The candidates of the new law in ascending value: Z(w) weighted by
+  // `keep` and Z(w - 1) + g weighted by `take`, each already ascending, so a
+  // merge orders them. Sums left with no probability are dropped: they add
+  // nothing to any total below.
+  void Merge(const Value* kept_p, const Value* kept_v, const Value* kept_s, int64_t kept,
+             Value keep, const Value* taken_p, const Value* taken_v, const Value* taken_s,
+             int64_t taken, Value take, Value g) {
+    int64_t a = 0, b = 0;
+    count_ = 0;
+    for (;;) {
+      while (a < kept && !(kept_p[a] * keep > 0)) ++a;
+      while (b < taken && !(taken_p[b] * take > 0)) ++b;
+      if (a == kept && b == taken) break;
+      if (b == taken || (a < kept && !(taken_v[b] + g < kept_v[a]))) {
+        candidates_[count_++] = {kept_p[a] * keep, kept_v[a], kept_s[a] * keep};
+        ++a;
+      } else {
+        candidates_[count_++] = {taken_p[b] * take, taken_v[b] + g, taken_s[b] * take};
+        ++b;
+      }
+    }
+  }
+
+  // The ordered candidates merged into the law of size w: equal sums (to a
   // few ulps) exactly; past `atoms` distinct sums, runs of neighbouring sums,
   // about equally many per run, into their probability-weighted mean, the
   // second moment about it that the merge loses added to the spread.
   void Compact(int64_t w) {
-    const int64_t count = 2 * atoms_;
-    // Empty candidates (no probability) sort last, with a key of 0.
-    auto empty = [&](int64_t i) { return candidates_[i].probability <= 0; };
-    auto key = [&](int64_t i) { return empty(i) ? Value(0) : candidates_[i].value; };
-    for (int64_t i = 0; i < count; ++i) {
-      const bool i_empty = empty(i);
-      const Value i_key = key(i);
-      int64_t at = i;
-      for (; at > 0; --at) {
-        const int64_t before = order_[at - 1];
-        const bool before_empty = empty(before);
-        if (before_empty < i_empty || (before_empty == i_empty && !(i_key < key(before)))) break;
-        order_[at] = before;
-      }
-      order_[at] = i;
-    }
     const Value eps = std::numeric_limits<Value>::epsilon();
     int64_t distinct = 0;
-    for (int64_t s = 0; s < count; ++s) {
-      const int64_t i = order_[s];
-      const Value current = key(i);
-      const Value previous = key(order_[s == 0 ? 0 : s - 1]);
+    for (int64_t s = 0; s < count_; ++s) {
+      const Value current = candidates_[s].value;
+      const Value previous = candidates_[s == 0 ? 0 : s - 1].value;
       const Value tolerance = 256 * eps * (std::abs(current) + std::abs(previous));
-      if (!empty(i) && (s == 0 || std::abs(current - previous) > tolerance)) ++distinct;
+      if (s == 0 || std::abs(current - previous) > tolerance) ++distinct;
       group_[s] = distinct - 1;
     }
-    for (int64_t s = 0; s < count; ++s) {
-      int64_t group = group_[s];
-      if (distinct > atoms_) group = (group * atoms_) / std::max<int64_t>(distinct, 1);
-      group_[s] = std::clamp<int64_t>(group, 0, atoms_ - 1);
+    const int64_t groups = std::min(distinct, atoms_);
+    if (distinct > atoms_) {
+      for (int64_t s = 0; s < count_; ++s) group_[s] = (group_[s] * atoms_) / distinct;
     }
-    std::fill(mass_.begin(), mass_.end(), Value(0));
-    std::fill(weighted_.begin(), weighted_.end(), Value(0));
-    std::fill(lost_.begin(), lost_.end(), Value(0));
-    for (int64_t s = 0; s < count; ++s) {
-      const Candidate& c = candidates_[order_[s]];
-      mass_[group_[s]] += c.probability;
-      weighted_[group_[s]] += c.probability * key(order_[s]);
+    std::fill_n(mass_.begin(), groups, Value(0));
+    std::fill_n(mean_.begin(), groups, Value(0));
+    std::fill_n(lost_.begin(), groups, Value(0));
+    for (int64_t s = 0; s < count_; ++s) {
+      mass_[group_[s]] += candidates_[s].probability;
+      mean_[group_[s]] += candidates_[s].probability * candidates_[s].value;
     }
-    for (int64_t a = 0; a < atoms_; ++a) {
-      weighted_[a] = mass_[a] != 0 ? weighted_[a] / mass_[a] : Value(0);  // the mean
+    for (int64_t a = 0; a < groups; ++a) {
+      mean_[a] = mass_[a] != 0 ? mean_[a] / mass_[a] : Value(0);
     }
-    for (int64_t s = 0; s < count; ++s) {
-      const Candidate& c = candidates_[order_[s]];
-      const Value deviation = key(order_[s]) - weighted_[group_[s]];
+    for (int64_t s = 0; s < count_; ++s) {
+      const Candidate& c = candidates_[s];
+      const Value deviation = c.value - mean_[group_[s]];
       lost_[group_[s]] += c.spread + c.probability * deviation * deviation;
     }
-    for (int64_t a = 0; a < atoms_; ++a) {
-      const int64_t at = w * atoms_ + a;
-      probability_[at] = mass_[a];
-      value_[at] = mass_[a] > 0 ? weighted_[a] : Value(0);
-      spread_[at] = lost_[a];
+    const int64_t at = w * atoms_;
+    for (int64_t a = 0; a < groups; ++a) {
+      probability_[at + a] = mass_[a];
+      value_[at + a] = mass_[a] > 0 ? mean_[a] : Value(0);
+      spread_[at + a] = lost_[a];
     }
+    used_[w] = groups;
   }
 
   int64_t atoms_;
   std::vector<Value> probability_, value_, spread_;  // (c + 1) x atoms, row 0 unused
+  std::vector<int64_t> used_;
   std::vector<Candidate> candidates_;
-  std::vector<int64_t> order_, group_;
-  std::vector<Value> mass_, weighted_, lost_;
+  int64_t count_ = 0;
+  std::vector<int64_t> group_;
+  std::vector<Value> mass_, mean_, lost_;
 };
 
 template <typename Value>
@@ -1694,7 +1695,6 @@ class GainRow {
     std::fill_n(hypergeometric_.begin(), c + 1, Value(0));
     Value none = 1;
     const Value count = Value(c);
-    const int64_t atoms = laws_.atoms();
     for (int64_t t = 1; t <= cut; ++t) {
       const Value remaining = Value(size) - Value(t - 1);
       const int64_t most = std::min(c, t);
@@ -1716,7 +1716,7 @@ class GainRow {
         const Value* value = laws_.value(w);
         const Value* spread = laws_.spread(w);
         Value expected = 0, lost = 0;
-        for (int64_t a = 0; a < atoms; ++a) {
+        for (int64_t a = 0, used = laws_.used(w); a < used; ++a) {
           lost += spread[a];
           if (probability[a] > 0) {
             expected += probability[a] * ((value[a] / drawn) / std::log2(2 + (slack - value[a])));
