@@ -24,7 +24,7 @@ import oracles
 import pytest
 import tiers
 import trec_glue
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lodestar import InvalidParameterError, metrics
@@ -221,10 +221,16 @@ MEASURES = {
 }
 
 
+def on_both_routes(**options):
+    """Hypothesis settings for a test taking the ``route`` fixture (one route per test)."""
+    suppressed = [*settings.default.suppress_health_check, HealthCheck.function_scoped_fixture]
+    return settings(suppress_health_check=suppressed, **options)
+
+
 @pytest.mark.parametrize("measure", list(MEASURES))
-@settings(max_examples=30)
+@on_both_routes(max_examples=30)
 @given(case=judged_lists())
-def test_context_and_ties_agree_with_the_oracle_over_every_order(measure, case):
+def test_context_and_ties_agree_with_the_oracle_over_every_order(measure, case, route):
     scores, labels, judged, pooled, extra = case
     function, oracle = MEASURES[measure]
     ours, theirs = _context(measure, labels, judged, pooled, extra)
@@ -243,9 +249,9 @@ def shifted_gain(labels):
     return labels - 1.5
 
 
-@settings(max_examples=30)
+@on_both_routes(max_examples=30)
 @given(case=judged_lists(labels=st.sampled_from([0.0, 0.3, 1.0, 1.7, 2.5, 4.25])))
-def test_normalized_gain_with_real_valued_gains_agrees_with_the_oracle(case):
+def test_normalized_gain_with_real_valued_gains_agrees_with_the_oracle(case, route):
     scores, labels, judged, _, _ = case
     (padded_scores, where), padded_labels = pad(scores), pad(labels)[0]
     for gain in ("linear", shifted_gain):
@@ -391,7 +397,7 @@ def _g_with_atoms(scores, where, labels, atoms):
     )  # fmt: skip
 
 
-def test_normalized_gain_pools_within_its_bound_past_sixteen_sums():
+def test_normalized_gain_pools_within_its_bound_past_sixteen_sums(route):
     rng = np.random.default_rng(12)
     gains = rng.choice([0.0, 0.25, 1.0, 2.5, 3.75, 4.0, 5.5], size=28)
     exact = _exact_tied_g(list(gains))
@@ -406,7 +412,7 @@ def test_normalized_gain_pools_within_its_bound_past_sixteen_sums():
 
 
 @pytest.mark.parametrize("atoms", tiers.params([1, 2, 3], default=(2,)))
-def test_few_atoms_stay_within_the_bound_on_every_small_block(atoms):
+def test_few_atoms_stay_within_the_bound_on_every_small_block(atoms, route):
     rng = np.random.default_rng(atoms)
     for _ in range(15):
         n = int(rng.integers(2, WIDTH + 1))

@@ -280,6 +280,102 @@ def test_the_block_totals_kernel_sums_each_block_and_the_blocks_above(dtype, rou
             assert not np.any(np.isnan(above_nan[0, 0][row == a]))
 
 
+def _tied_graded_lists(dtype, shape, seed):
+    """Scores with one decimal (blocks of about n/11), real-valued gains, padding, unjudged items.
+
+    The first list ties every item: 40 items with six distinct non-zero
+    gains, whose subset sums outgrow the 16 that G keeps exactly.
+    """
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.random(shape), 1).astype(dtype)
+    scores.reshape(-1, shape[-1])[0] = 0.5
+    labels = rng.choice([0.0, 0.0, 1.0, 2.0, 3.0, 0.25, 4.75], shape).astype(dtype)
+    where = rng.random(shape) < 0.9
+    where.reshape(-1, shape[-1])[0] = True
+    judged = rng.random(shape) < 0.85
+    return scores, labels, where, judged
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.__name__)
+def test_the_normalized_gain_kernel_equals_xla_position_by_position(dtype):
+    # The kernel takes each row's blocks in turn; XLA's route every position
+    # of the batch at once, building laws of subset sums only for lists that
+    # mix gains in a block. Both pool the same sums past `atoms`, so their
+    # terms, pooled spreads and costs agree to round-off, at every cut-off
+    # (one per row) and number of atoms.
+    scores, labels, where, _ = _tied_graded_lists(dtype, (2, 20, 40), seed=31)
+    above, tied = oracles.engine_blocks(scores, where, ignore_ties=False)
+    gains = np.where(where, labels, 0).astype(dtype)
+    ideal = -np.sort(-gains, axis=-1)
+    ideal[..., -3:] = 0  # an ideal shorter than the lists
+    k = np.random.default_rng(32).choice([1, 3, 7, 40, 41], (2, 20)).astype(np.int32)
+    operands = (gains, above, tied, where, ideal, k)
+    tolerance = {"rtol": 1e-12, "atol": 1e-13} if dtype == np.float64 else {"rtol": 2e-6}
+    pooled_any = False
+    for atoms in (1, 3, 16):
+        native = jax.jit(functools.partial(_native.gain_sums, atoms=atoms))(*operands)
+        xla = jax.jit(functools.partial(_gain_sums_of_xla, atoms=atoms))(*operands)
+        for got, expected in zip(native, xla, strict=True):
+            assert got.dtype == dtype and got.shape == (2, 20)
+            np.testing.assert_allclose(got, expected, **tolerance)
+        pooled_any = pooled_any or bool(np.any(np.asarray(native[1]) > 0))
+    assert pooled_any  # the bound's spread was exercised, not only exact laws
+    batched = jax.vmap(functools.partial(_native.gain_sums, atoms=16))(*operands)
+    whole = jax.jit(functools.partial(_native.gain_sums, atoms=16))(*operands)
+    for got, expected in zip(batched, whole, strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def _gain_sums_of_xla(*operands, atoms):
+    from lodestar.metrics import _normalized_gain
+
+    return _normalized_gain._xla_gain_sums(*operands, order=None, atoms=atoms)
+
+
+def test_the_normalized_gain_kernel_gives_nan_for_blocks_it_cannot_lay_out():
+    # Counts that no ranking gives (a block running past the list, two sizes
+    # for one block, more items than its size) are never read out of place:
+    # that row is NaN, the others are computed.
+    gains = np.ones((4, 5), np.float32)
+    valid = np.ones((4, 5), bool)
+    above = np.array([[0, 1, 2, 3, 4], [0, 1, 2, 3, 3], [0, 0, 2, 3, 4], [0, 0, 0, 3, 4]])
+    tied = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 1, 9], [2, 3, 1, 1, 1], [2, 2, 2, 1, 1]])
+    k = np.full(4, 5, np.int32)
+    found, pooled, cost = jax.jit(functools.partial(_native.gain_sums, atoms=16))(
+        gains, above.astype(np.int32), tied.astype(np.int32), valid, gains, k
+    )
+    np.testing.assert_array_equal(np.isnan(found), [False, True, True, True])
+    np.testing.assert_array_equal(np.isnan(pooled), [False, True, True, True])
+    np.testing.assert_array_equal(cost, np.full(4, 5.0))
+    assert float(found[0]) == pytest.approx(5.0)  # every term 1/log2(2 + p - p)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.__name__)
+def test_normalized_gain_is_the_same_on_both_routes(monkeypatch, dtype):
+    # Through the metric, with judged items, an ideal of its own and
+    # ignore_ties: the kernels' route against XLA's (a new trace for each).
+    scores, labels, where, judged = _tied_graded_lists(dtype, (30, 40), seed=33)
+    ideal_labels = np.concatenate([labels, np.full((30, 5), 2.0, dtype)], axis=-1)
+    calls = [
+        dict(k=k, ignore_ties=ignore_ties, judged=judged, **extra)
+        for k in (None, 1, 10)
+        for ignore_ties in (False, True)
+        for extra in ({}, {"ideal_labels": ideal_labels})
+    ]
+    results = {}
+    for native in (True, False):
+        jax.clear_caches()
+        monkeypatch.setattr(_native, "applies", lambda native=native: native)
+        results[native] = [
+            np.asarray(metrics.normalized_gain(scores, labels, where=where, **call))
+            for call in calls
+        ]
+    jax.clear_caches()
+    tolerance = {"rtol": 1e-12, "atol": 1e-14} if dtype == np.float64 else {"rtol": 2e-6}
+    for got, expected in zip(results[True], results[False], strict=True):
+        np.testing.assert_allclose(got, expected, **tolerance)
+
+
 def _ideal_oracle(values, valid, table):
     """Each row's real values, negative ones as 0, largest first, weighted by ``table``."""
     positive = np.where(valid, np.maximum(values, 0), -np.inf)

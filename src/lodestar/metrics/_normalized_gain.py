@@ -262,7 +262,8 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
 def _xla_gain_sums(gains, above, tied, valid, ideal, k, *, order, atoms):
     """:func:`_native.gain_sums` with XLA's operations, every position of the batch at once.
 
-    ``order`` is the rank order if already computed, else None. Blocks whose
+    ``k`` is a cut-off for every row or one per row; ``order`` is the rank
+    order if already computed, else None. Blocks whose
     non-zero gains are all equal have one sum per subset size; the law of
     the subset sums is built only for the lists holding a block that mixes
     gains, one list at a time (a tie between two graded items in a large
@@ -271,7 +272,8 @@ def _xla_gain_sums(gains, above, tied, valid, ideal, k, *, order, atoms):
     ranking_blocks = _ranking.TieBlocks(above, tied)
     if order is None:
         order = _ranking.block_order(ranking_blocks, valid)
-    lay = _preceding.layout_of(order, ranking_blocks, valid, k, like=gains, dtype=gains.dtype)
+    per_row = jnp.broadcast_to(k, gains.shape[:-1])[..., None]
+    lay = _preceding.layout_of(order, ranking_blocks, valid, per_row, like=gains, dtype=gains.dtype)
     cost = jnp.cumsum(jnp.maximum(ideal, 1), axis=-1)
     nonzero = gains != 0
     gain_above, _ = _ranking.block_totals(gains, ranking_blocks)
