@@ -856,7 +856,7 @@ class Ranking:
 
 
 def block_order(blocks: TieBlocks, valid: jax.Array) -> jax.Array:
-    """Item indices in rank order, each tie block contiguous, padding last (:meth:`Ranking.rank_order`)."""
+    """Item indices in rank order, blocks contiguous, padding last (`Ranking.rank_order`)."""
     n = valid.shape[-1]
     # Sorted as whole numbers, as host_rank_order does: the kernel's sort
     # takes one pass over keys in [0, n + 1], several over floats.
