@@ -19,23 +19,60 @@ ATOMS = 16
 
 
 def _binary_normalized_gain(lists: _kernel.RankedLists, k):
-    dtype = lists.dtype
+    dtype = jnp.dtype(lists.dtype)
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
     relevant = lists.relevant()
     blocks = lists.ranking.blocks
-    relevant_above, relevant_within = _preceding.block_counts(relevant, blocks)
-    lay = _preceding.layout(lists, k)
+    # binG is G with a gain of 1 per relevant item and an ideal whose every
+    # position costs 1.
+    operands = (
+        relevant.astype(dtype),
+        blocks.above,
+        blocks.tied,
+        jnp.broadcast_to(lists.valid, relevant.shape),
+        jnp.zeros(relevant.shape, dtype),
+        jnp.asarray(k, jnp.int32),
+    )
+    if dtype in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) and _native.applies():
+        # G's kernel: blocks of equal gains need no law of subset sums.
+        found, _, _ = _native.on_cpu(
+            functools.partial(_native.gain_sums, atoms=1),
+            functools.partial(_xla_binary_gain_sums, order=None),
+            *operands,
+        )
+    else:
+        order = lists.ranking.rank_order()
+        found, _, _ = _xla_binary_gain_sums(*operands, order=order)
+    return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
+
+
+def _xla_binary_gain_sums(relevant, above, tied, valid, ideal, k, *, order):
+    """:func:`_xla_gain_sums` for 0/1 gains and an ideal costing 1 a position, in closed form.
+
+    Each relevant item's term is ``1 / log2(2 + v)``, ``v`` the non-relevant
+    items above it, averaged over its block's orders: over the joint law of
+    its offset and of the non-relevant mates before it
+    (:func:`_preceding.predecessor_weights`).
+    """
+    dtype = relevant.dtype
+    blocks = _ranking.TieBlocks(above, tied)
+    if order is None:
+        order = _ranking.block_order(blocks, valid)
+    per_row = jnp.broadcast_to(k, relevant.shape[:-1])[..., None]
+    lay = _preceding.layout_of(order, blocks, valid, per_row, like=relevant, dtype=dtype)
+    relevant_above, relevant_within = _preceding.block_counts(relevant > 0, blocks)
     holds_relevant = lay.ranked(relevant_within)
     # A relevant item's non-relevant block-mates (judged or not) are the
     # block's items that are not relevant.
     mates = lay.size - holds_relevant
     weight = _preceding.predecessor_weights(lay, mates, where=holds_relevant > 0)
     # At offset v: v non-relevant mates precede the item.
-    above = lay.start - lay.ranked(relevant_above) + lay.offset
-    term = 1 / _kernel.log2(2 + above.astype(dtype))
+    preceding = lay.start - lay.ranked(relevant_above) + lay.offset
+    term = 1 / _kernel.log2(2 + preceding.astype(dtype))
     found = jnp.sum(jnp.where(weight > 0, weight * term, 0) * holds_relevant, axis=-1)
-    return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
+    zero = jnp.zeros_like(found)
+    return found, zero, zero
 
 
 def _fit_to(ideal, n):
