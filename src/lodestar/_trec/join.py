@@ -178,12 +178,22 @@ def _order_ties_by_docno(
     starts = np.concatenate((same, [False])) & ~with_previous  # each tied block's first
     tied = np.flatnonzero(with_previous | starts)
     block = np.cumsum(starts[tied])
-    docnos = run.docnos.take(run.docno[order[tied]])
+    codes = run.docno[order[tied]]
     # pyarrow.compute makes its functions at import, where pyright cannot see them.
-    by_docno = _read.numpy_of(pc.sort_indices(docnos))  # pyright: ignore[reportAttributeAccessIssue]
-    docno_rank = np.empty(len(tied), np.int64)
-    docno_rank[by_docno] = np.arange(len(tied))
-    arranged = np.argsort(block * len(tied) + docno_rank)
+    sort_indices = pc.sort_indices  # pyright: ignore[reportAttributeAccessIssue]
+    if len(run.docnos) <= 2 * len(tied):
+        # Most documents tie (scores with two decimals): rank the run's
+        # distinct docnos once and read each tied document's rank, rather
+        # than gather and sort a docno per tied document (0.73 s of 0.75 on
+        # 1.5 million tied documents holding 16,000 distinct docnos).
+        ranks = np.empty(len(run.docnos), np.int64)
+        ranks[_read.numpy_of(sort_indices(run.docnos))] = np.arange(len(run.docnos))
+        docno_rank = ranks[codes]
+    else:
+        by_docno = _read.numpy_of(sort_indices(run.docnos.take(codes)))
+        docno_rank = np.empty(len(tied), np.int64)
+        docno_rank[by_docno] = np.arange(len(tied))
+    arranged = np.argsort(block * max(len(run.docnos), len(tied)) + docno_rank)
     order[tied] = order[tied[arranged]]
     return True
 
