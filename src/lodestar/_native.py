@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import importlib
 import os
 import threading
@@ -108,26 +107,36 @@ def _check() -> None:
     """One small call of every kernel, compared with the answer NumPy gives."""
     scores = np.array([[0.5, 2.0, 0.5, -1.0], [3.0, 3.0, 3.0, 1.0]], np.float32)
     valid = np.array([[True, True, True, False], [True, True, True, True]])
-    cpu = jax.local_devices(backend="cpu")[0]
-    # The first use may come inside the caller's trace: run the check now.
-    with jax.ensure_compile_time_eval(), jax.default_device(cpu):
-        above, tied = jax.jit(functools.partial(tie_blocks, ignore_ties=False))(scores, valid)
-        order = jax.jit(stable_argsort)(scores)
-        top, count = jax.jit(functools.partial(largest, k=2))(scores)
-        gains = jax.jit(descending_gains)(scores, valid)
-        top_above, top_tied = jax.jit(functools.partial(top_tie_blocks, k=1))(scores, valid)
-        counted = np.array([[1, 2, 3, 4], [1, 1, 1, 1]], np.int32)
-        total_above, total_within = jax.jit(block_totals)(counted, above)
-        # One tie block of gains 2 and 4 against an ideal of 4, 4 (costs 4,
-        # 8): G's terms (2/log2 4 + 4/log2 2)/2 at t = 1, (6/2)/log2 4 at t = 2.
-        sums = jax.jit(functools.partial(gain_sums, atoms=2))(
-            np.array([[2.0, 4.0]], np.float32),
-            np.zeros((1, 2), np.int32),
-            np.full((1, 2), 2, np.int32),
-            np.ones((1, 2), bool),
-            np.array([[4.0, 4.0]], np.float32),
-            np.array([2], np.int32),
+    counted = np.array([[1, 2, 3, 4], [1, 1, 1, 1]], np.int32)
+    # One tie block of gains 2 and 4 against an ideal of 4, 4 (costs 4, 8):
+    # G's terms (2/log2 4 + 4/log2 2)/2 at t = 1, (6/2)/log2 4 at t = 2.
+    block = (
+        np.array([[2.0, 4.0]], np.float32),
+        np.zeros((1, 2), np.int32),
+        np.full((1, 2), 2, np.int32),
+        np.ones((1, 2), bool),
+        np.array([[4.0, 4.0]], np.float32),
+        np.array([2], np.int32),
+    )
+
+    def every_kernel(scores, valid, counted, block):
+        above, tied = tie_blocks(scores, valid, ignore_ties=False)
+        return (
+            above,
+            tied,
+            stable_argsort(scores),
+            *largest(scores, k=2),
+            descending_gains(scores, valid),
+            *block_totals(counted, above),
+            *top_tie_blocks(scores, valid, k=1),
+            gain_sums(*block, atoms=2),
         )
+
+    cpu = jax.local_devices(backend="cpu")[0]
+    # The first use may come inside the caller's trace: run the check now, in
+    # one program (one compilation, not one per kernel).
+    with jax.ensure_compile_time_eval(), jax.default_device(cpu):
+        results = jax.jit(every_kernel)(scores, valid, counted, block)
     expected = (
         [[1, 0, 1, 4], [0, 0, 0, 3]],
         [[2, 1, 2, 1], [3, 3, 3, 1]],
@@ -140,19 +149,6 @@ def _check() -> None:
         [[1, 0, 1, 4], [0, 0, 0, 1]],
         [[1, 1, 1, 1], [3, 3, 3, 1]],
         ([4.0], [0.0], [8.0]),
-    )
-    results = (
-        above,
-        tied,
-        order,
-        top,
-        count,
-        gains,
-        total_above,
-        total_within,
-        top_above,
-        top_tied,
-        sums,
     )
     for found, wanted in zip(results, expected, strict=True):
         if not np.array_equal(np.asarray(found), np.asarray(wanted)):
