@@ -836,6 +836,30 @@ def test_ctrl_c_inside_an_import_is_remembered_and_raised_after_it(
         assert 0.2 <= time.monotonic() - started < 2
 
 
+def test_a_retry_lost_before_a_blocking_call_is_made_again(
+    handled_interrupts, monkeypatch, tmp_path
+):
+    # A retry's signal can be lost to the program: on another thread, or on
+    # the main thread just before a blocking call, which then waits out its
+    # time (the test above once took 5.2 s, under load). Here the retries of
+    # a few periods reach a handler that does nothing (not SIG_IGN, which
+    # would stop the timer: an interval timer goes on when its signal is
+    # taken); the next one ends the wait.
+    name = "signalled_then_lost"
+    with _signalling_module(tmp_path, monkeypatch, name, "FINISHED = True\n"):
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            import signalled_then_lost  # noqa: F401
+
+            signal.signal(signal.SIGALRM, lambda signum, frame: None)
+            time.sleep(3 * handled_interrupts.RETRY_SECONDS)
+            signal.signal(signal.SIGALRM, handled_interrupts.note_interrupt)
+            started = time.monotonic()
+            time.sleep(5)
+        assert sys.modules[name].FINISHED
+        assert time.monotonic() - started < 1
+
+
 def test_ctrl_c_outside_an_import_raises_at_once(handled_interrupts):
     # As Python's own handler does.
     with pytest.raises(KeyboardInterrupt):

@@ -14,8 +14,9 @@ is, and three places misbehave (decision 0033):
 
 :func:`install` puts :func:`note_interrupt` in its place. The interrupt is
 remembered; inside an import it is tried again every :data:`RETRY_SECONDS`
-(SIGALRM) until it comes outside one; once raised, no other is raised (the
-retry is disarmed, and a further Ctrl-C is only remembered) unless a
+(SIGALRM, repeating until it is raised) until it comes outside one; once
+raised, no other is raised (the retry is disarmed, and a further Ctrl-C is
+only remembered) unless a
 finaliser swallowed it, which :func:`quiet_swallowed_interrupt` sees, or it
 has not reached the program's handler :data:`SWALLOWED_SECONDS` later: JAX's
 tracing catches every exception in places (a bare ``except:`` around a
@@ -161,9 +162,16 @@ def _try_again_soon() -> None:
 
 
 def _arm(seconds: float) -> None:
-    """SIGALRM in ``seconds`` (0: none), where the platform has it."""
+    """SIGALRM every ``seconds`` (0: none) until armed again, where the platform has it.
+
+    Repeating, not once: a retry's signal can be lost to the program. It may
+    land on another thread, or on the main thread after its last check for
+    signals and before a blocking call (``time.sleep``, a lock's wait), which
+    then waits out its whole time: a remembered Ctrl-C came 5 s late once,
+    under load. The next signal interrupts that call.
+    """
     if hasattr(signal, "setitimer"):
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(signal.ITIMER_REAL, seconds, seconds)
 
 
 def _inside_import(frame) -> bool:
