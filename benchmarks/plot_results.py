@@ -36,6 +36,9 @@ SOURCES = {
     # The same rows on XLA's route (LODESTAR_KERNELS=xla), lodestar alone.
     "exact_xla": "cpu_exact_20261207_xla.json",
     "exact_large": "cpu_exact_20261130_large.json",
+    # trec_eval's G and binG beside NDCG, on both routes (their kernel).
+    "gain": "cpu_exact_20261207e_gain.json",
+    "gain_xla": "cpu_exact_20261207e_gain_xla.json",
     "smooth": "cpu_smooth_20261201.json",
     "smooth_earlier": "cpu_smooth_20261130.json",
     "smooth_training": "cpu_smooth_20261204.json",
@@ -556,6 +559,7 @@ def tables() -> dict[str, str]:
         "python_api": python_api_table(load("python_api")),
         "exact": exact_table(exact_series(exact)),
         "routes": routes_table(routes_series(exact, load("exact_xla"))),
+        "gain_routes": routes_table(routes_series(load("gain"), load("gain_xla"))),
         "memory": memory_table(memory_series(exact)),
         "exact_large": large_table(exact_series(load("exact_large"))),
         "smooth": smooth_table(

@@ -605,9 +605,12 @@ def normalized_gain(
       agrees with trec_eval whenever the gains of distinct levels differ by
       1 or more, integer gains included. trec_eval calls G experimental
       (2008).
-      G costs about what :func:`binary_normalized_gain` does unless a tie
-      block mixes different non-zero gains; the lists holding one are
-      evaluated one at a time, at some milliseconds each.
+      On CPU, lodestar's compiled kernels take each list's tie blocks one
+      after another: on 10,000 tied lists of 100 graded items G costs 4 to 9
+      times :func:`ndcg`. On other platforms (XLA's route) G costs about
+      what :func:`binary_normalized_gain` does unless a tie block mixes
+      different non-zero gains; the lists holding one are evaluated one at
+      a time, at some milliseconds each.
 
     References:
       trec_eval's m_G.c and gain_init.c (Buckley, 2008).
