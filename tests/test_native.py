@@ -350,6 +350,30 @@ def test_the_normalized_gain_kernel_gives_nan_for_blocks_it_cannot_lay_out():
     assert float(found[0]) == pytest.approx(5.0)  # every term 1/log2(2 + p - p)
 
 
+def test_forward_derivatives_in_the_labels_are_xla_s_on_the_kernels_route(monkeypatch):
+    # Totals over tie blocks (NDCG at relevant positions) and G's kernel carry
+    # XLA's route as their derivative rule: jvp in the labels gives the same
+    # values and tangents on both routes. (Their loops have traced lengths,
+    # which reverse mode refuses on every route.)
+    rng = np.random.default_rng(34)
+    scores = np.round(rng.random((6, 30)), 1)
+    labels = rng.integers(0, 4, (6, 30)).astype(np.float64)
+    tangent = rng.random((6, 30))
+    functions = (metrics.ndcg_at_relevant, metrics.normalized_gain)
+    results = {}
+    for native in (True, False):
+        jax.clear_caches()
+        monkeypatch.setattr(_native, "applies", lambda native=native: native)
+        results[native] = [
+            jax.jvp(lambda y, f=f: f(scores, y), (labels,), (tangent,)) for f in functions
+        ]
+    jax.clear_caches()
+    for (value, derivative), (expected_value, expected) in zip(*results.values(), strict=True):
+        assert np.abs(np.asarray(expected)).max() > 1e-3  # the labels move the value
+        np.testing.assert_allclose(value, expected_value, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(derivative, expected, rtol=1e-10, atol=1e-14)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: d.__name__)
 def test_normalized_gain_is_the_same_on_both_routes(monkeypatch, dtype):
     # Through the metric, with judged items, an ideal of its own and

@@ -943,13 +943,27 @@ def block_totals(values: jax.Array, blocks: TieBlocks) -> tuple[jax.Array, jax.A
     if values.dtype in (jnp.int32, jnp.float32, jnp.float64) and n > 0 and _native.applies():
         # The kernel's three passes over each row beat XLA's scatter-add
         # several times over (decision 0043).
-        return _native.on_cpu(
-            _native.block_totals,
-            _xla_block_totals,
-            values,
-            jnp.broadcast_to(blocks.above, values.shape).astype(jnp.int32),
-        )
+        above = jnp.broadcast_to(blocks.above, values.shape).astype(jnp.int32)
+        if jnp.issubdtype(values.dtype, jnp.floating):
+            return _linear_block_totals(values, above)
+        return _native.on_cpu(_native.block_totals, _xla_block_totals, values, above)
     return _xla_block_totals(values, blocks.above)
+
+
+@jax.custom_jvp
+def _linear_block_totals(values, above):
+    """The kernel's totals; their derivative is the same linear map of the tangents, XLA's.
+
+    XLA's route of the map, which JAX can transpose for reverse mode (the
+    kernel it cannot).
+    """
+    return _native.on_cpu(_native.block_totals, _xla_block_totals, values, above)
+
+
+@_linear_block_totals.defjvp
+def _linear_block_totals_jvp(primals, tangents):
+    values, above = primals
+    return _linear_block_totals(values, above), _xla_block_totals(tangents[0], above)
 
 
 def _xla_block_totals(values, above):

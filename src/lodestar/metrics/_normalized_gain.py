@@ -279,11 +279,7 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
         jnp.asarray(k, jnp.int32),
     )
     if dtype in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) and _native.applies():
-        found, pooled, cost_total = _native.on_cpu(
-            functools.partial(_native.gain_sums, atoms=atoms),
-            functools.partial(_xla_gain_sums, order=None, atoms=atoms),
-            *operands,
-        )
+        found, pooled, cost_total = _kernel_gain_sums(*operands, atoms)
     else:
         order = lists.ranking.rank_order()
         found, pooled, cost_total = _xla_gain_sums(*operands, order=order, atoms=atoms)
@@ -294,6 +290,25 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     # is then given: NaN, which the command line refuses.
     held = jnp.maximum(cost_total, ideal_total) < 2 / jnp.finfo(dtype).eps
     return jnp.where(held, found, jnp.nan), ideal_total, pooled
+
+
+@functools.partial(jax.custom_jvp, nondiff_argnums=(6,))
+def _kernel_gain_sums(gains, above, tied, valid, ideal, k, atoms):
+    """:func:`_native.gain_sums` on CPU, :func:`_xla_gain_sums` on other platforms."""
+    return _native.on_cpu(
+        functools.partial(_native.gain_sums, atoms=atoms),
+        functools.partial(_xla_gain_sums, order=None, atoms=atoms),
+        gains, above, tied, valid, ideal, k,
+    )  # fmt: skip
+
+
+@_kernel_gain_sums.defjvp
+def _kernel_gain_sums_jvp(atoms, primals, tangents):
+    # The kernel carries no derivatives: XLA's route gives them, in the gains
+    # and the ideal (forward mode; its loops have traced lengths, which
+    # reverse mode refuses on every route).
+    xla = functools.partial(_xla_gain_sums, order=None, atoms=atoms)
+    return _kernel_gain_sums(*primals, atoms), jax.jvp(xla, primals, tangents)[1]
 
 
 def _xla_gain_sums(gains, above, tied, valid, ideal, k, *, order, atoms):
