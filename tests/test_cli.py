@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lodestar import _files, _ranking
+from lodestar import _files, _host_ranking
 from lodestar._terminal import Progress
 from lodestar._trec import batches, join, names, read
 from lodestar._trec import evaluate as trec_evaluate
@@ -462,7 +462,7 @@ def test_ties_are_ranked_by_descending_docno_however_the_run_is_laid_out(
         assert [grade[i] for i in ranked] == trec_eval
         if docno_rank:
             docno = joined.retrieved.items["docno_rank"][span]
-            assert grade[_ranking.host_trec_order(score, docno)].tolist() == trec_eval
+            assert grade[_host_ranking.host_trec_order(score, docno)].tolist() == trec_eval
 
 
 def test_results_do_not_depend_on_batching(tmp_path):

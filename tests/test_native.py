@@ -121,7 +121,7 @@ def _kernels_and_xla(scores, valid):
     n = scores.shape[-1]
     out = {**_kernels(scores, valid, "native"), **_kernels(ranked, valid, "ranked")}
     for ignore_ties in (False, True):
-        out[f"xla blocks {ignore_ties}"] = tuple(_ranking._xla_sort(ranked, valid, ignore_ties))
+        out[f"xla blocks {ignore_ties}"] = tuple(_ranking.xla_sort(ranked, valid, ignore_ties))
     out["xla order"] = jnp.argsort(ranked, axis=-1, stable=True)
     for k in {min(SHORT_K, n), min(LONG_K, n)}:
         top = jax.lax.top_k(ranked, k)[0]

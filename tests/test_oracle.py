@@ -16,7 +16,7 @@ import tiers
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lodestar import _gains, _native, _ranking, metrics
+from lodestar import _gains, _host_ranking, _native, _ranking, metrics
 
 TOL = dict(rtol=1e-12, atol=1e-12)
 
@@ -421,7 +421,7 @@ def test_host_counts_at_the_limits_of_each_dtype(monkeypatch, kernels, dtype, ig
     rng = np.random.default_rng(5)
     scores = rng.choice(np.array(extremes, dtype), size=(40, 9))
     valid = rng.random((40, 9)) < 0.85
-    got = _ranking.host_tie_blocks(scores, valid, ignore_ties)
+    got = _host_ranking.host_tie_blocks(scores, valid, ignore_ties)
     want = _counted_blocks(scores, valid, ignore_ties)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])

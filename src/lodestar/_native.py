@@ -27,6 +27,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -291,7 +292,9 @@ def _result(like: jax.Array, dtype, shape=None):
     return aval if shape is None else aval.update(shape=tuple(shape))
 
 
-def _call(target: str, results, *args, **attributes):
+def _call(target: str, results, *args, **attributes) -> Any:
+    # One result or a tuple of them, as ``results`` is one type or a tuple:
+    # each caller states which.
     return jax.ffi.ffi_call(target, results, vmap_method="broadcast_all")(*args, **attributes)
 
 

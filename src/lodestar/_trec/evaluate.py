@@ -271,7 +271,7 @@ def _batch_arrays(
     bucket, batch, context: _QueryContext, *, definitions: Definitions, uses_order: bool
 ):
     """The kernel's arrays for one padded batch: labels, mask, context and tie blocks."""
-    from lodestar import _ranking
+    from lodestar import _host_ranking
 
     rows = len(batch.queries)
     ignore_ties = definitions.ignore_ties
@@ -297,10 +297,10 @@ def _batch_arrays(
     arrays = {"labels": batch.items["label"], "where": batch.where, "context": batch_context}
     # Ranked here, outside the jitted kernel, once per batch: the kernel then
     # takes the counts as data and serves every measure (decision 0018).
-    above, tied = _ranking.host_tie_blocks(batch.items["score"], batch.where, ignore_ties)
+    above, tied = _host_ranking.host_tie_blocks(batch.items["score"], batch.where, ignore_ties)
     arrays["blocks"] = (above, tied)
     if uses_order:
-        arrays["order"] = _ranking.host_rank_order(above, batch.where)
+        arrays["order"] = _host_ranking.host_rank_order(above, batch.where)
     return arrays
 
 
@@ -584,14 +584,14 @@ def relstrings(joined: Joined, length: int) -> list[bytes]:
     to ``-M``. The string depends on one order of tied documents, so it is the
     same with and without ``--ignore-ties``.
     """
-    from lodestar import _ranking
+    from lodestar import _host_ranking
 
     retrieved = joined.retrieved
     items, strings = retrieved.items, []
     for start, end in zip(retrieved.offsets[:-1], retrieved.offsets[1:], strict=True):
         score, grade = items["score"][start:end], items["grade"][start:end]
         pooled, docno = items["pooled"][start:end], items["docno_rank"][start:end]
-        top = _ranking.host_trec_order(score, docno)[:length]
+        top = _host_ranking.host_trec_order(score, docno)[:length]
         characters = []
         for g, p in zip(grade[top].tolist(), pooled[top].tolist(), strict=True):
             if not p:
