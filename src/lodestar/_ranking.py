@@ -637,8 +637,8 @@ class Ranking:
       ignore_ties: Break ties by descending index instead of averaging.
       method: One of :data:`METHODS`.
       blocks: The counts, if already computed (for the whole lists); the
-        command line computes them with :func:`lodestar._host_ranking.host_tie_blocks` outside its
-        jitted kernel (decision 0018).
+        command line computes them outside its jitted kernel with
+        :func:`lodestar._host_ranking.host_tie_blocks` (decision 0018).
       order: The rank order (:meth:`rank_order`), if already computed.
     """
 
@@ -712,8 +712,8 @@ class Ranking:
 def block_order(blocks: TieBlocks, valid: jax.Array) -> jax.Array:
     """Item indices in rank order, blocks contiguous, padding last (`Ranking.rank_order`)."""
     n = valid.shape[-1]
-    # Sorted as whole numbers, as _host_ranking.host_rank_order does: the kernel's sort
-    # takes one pass over keys in [0, n + 1], several over floats.
+    # Sorted as whole numbers, as _host_ranking.host_rank_order does: the
+    # kernel's sort takes one pass over keys in [0, n + 1], several over floats.
     key = jnp.where(valid, blocks.above, n + 1).astype(jnp.int32)
     return ascending_order(key)
 
