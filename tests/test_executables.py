@@ -203,6 +203,15 @@ def _with_header(data: bytes, **changes) -> bytes:
     return _executables.MAGIC + json.dumps(header).encode() + data[end:]
 
 
+def _of_another_build(data: bytes) -> bytes:
+    """A kept file whose key names another build's source digest, its program as it was."""
+    end = data.index(b"\n", len(_executables.MAGIC))
+    key = json.loads(data[len(_executables.MAGIC) : end])["key"]
+    digest = re.search(r"str:'([0-9a-f]{64})'", key)
+    assert digest is not None
+    return _with_header(data, key=key.replace(digest.group(1), "0" * 64))
+
+
 @pytest.mark.parametrize(
     ("damage", "reason"),
     [
@@ -212,8 +221,9 @@ def _with_header(data: bytes, **changes) -> bytes:
         (lambda data: _executables.MAGIC + b"{not json\n" + data, "its header is damaged"),
         (lambda data: _with_header(data, format=1), "another version of lodestar"),
         (lambda data: _with_header(data, key="another kernel"), "made for another kernel"),
+        (_of_another_build, "by another build of lodestar"),
     ],
-    ids=["foreign", "truncated", "one-bit", "header", "format", "key"],
+    ids=["foreign", "truncated", "one-bit", "header", "format", "key", "build"],
 )
 def test_a_damaged_file_is_compiled_again_and_replaced(tmp_path, damage, reason):
     # Every check runs before the program is used; a file that fails one is

@@ -342,6 +342,11 @@ def _load(path: str) -> _Kept | _Rejected | None:
     """The kernel stored at ``path``, compiled; why it was rejected; or None if it is absent."""
     try:
         key, program = _read(path)
+        if _describe(_source_digest()) not in key:
+            # Kept by another build (a run's guess from before an update): not
+            # compiled, which would cost the loader's time and, where it
+            # names kernels this build lacks, JAX's warnings.
+            raise _Rejected("it was made for another kernel, by another build of lodestar")
         kept = _Kept(key, _compile(program))
     except FileNotFoundError:
         return None
