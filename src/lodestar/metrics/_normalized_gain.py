@@ -23,27 +23,20 @@ def _binary_normalized_gain(lists: _kernel.RankedLists, k):
     if lists.n == 0:
         return jnp.zeros(lists.labels.shape[:-1], dtype)
     relevant = lists.relevant()
-    blocks = lists.ranking.blocks
     # binG is G with a gain of 1 per relevant item and an ideal whose every
-    # position costs 1.
-    operands = (
-        relevant.astype(dtype),
-        blocks.above,
-        blocks.tied,
-        jnp.broadcast_to(lists.valid, relevant.shape),
-        jnp.zeros(relevant.shape, dtype),
-        jnp.asarray(k, jnp.int32),
-    )
-    if dtype in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) and _native.applies():
-        # G's kernel: blocks of equal gains need no law of subset sums.
-        found, _, _ = _native.on_cpu(
+    # position costs 1; G's kernel, whose blocks of equal gains need no law
+    # of subset sums, on CPU.
+    ones = relevant.astype(dtype)
+    found, _, _ = _by_route(
+        lists,
+        _operands(lists, ones, jnp.zeros_like(ones), k),
+        native=functools.partial(
+            _native.on_cpu,
             functools.partial(_native.gain_sums, atoms=1),
             functools.partial(_xla_binary_gain_sums, order=None),
-            *operands,
-        )
-    else:
-        order = lists.ranking.rank_order()
-        found, _, _ = _xla_binary_gain_sums(*operands, order=order)
+        ),
+        xla=_xla_binary_gain_sums,
+    )
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 
@@ -56,11 +49,7 @@ def _xla_binary_gain_sums(relevant, above, tied, valid, ideal, k, *, order):
     (:func:`_preceding.predecessor_weights`).
     """
     dtype = relevant.dtype
-    blocks = _ranking.TieBlocks(above, tied)
-    if order is None:
-        order = _ranking.block_order(blocks, valid)
-    per_row = jnp.broadcast_to(k, relevant.shape[:-1])[..., None]
-    lay = _preceding.layout_of(order, blocks, valid, per_row, like=relevant, dtype=dtype)
+    blocks, lay = _layout(relevant, above, tied, valid, k, order)
     relevant_above, relevant_within = _preceding.block_counts(relevant > 0, blocks)
     holds_relevant = lay.ranked(relevant_within)
     # A relevant item's non-relevant block-mates (judged or not) are the
@@ -81,6 +70,36 @@ def _fit_to(ideal, n):
     if m >= n:
         return ideal[..., :n]
     return jnp.concatenate([ideal, jnp.zeros(ideal.shape[:-1] + (n - m,), ideal.dtype)], -1)
+
+
+def _operands(lists: _kernel.RankedLists, gains, ideal, k):
+    """What G's kernel and XLA's route take: per-item gains, blocks and mask, the ideal, k."""
+    blocks = lists.ranking.blocks
+    valid = jnp.broadcast_to(lists.valid, gains.shape)
+    return gains, blocks.above, blocks.tied, valid, ideal, jnp.asarray(k, jnp.int32)
+
+
+def _by_route(lists: _kernel.RankedLists, operands, *, native, xla):
+    """``native(*operands)`` where the compiled kernels apply, else ``xla`` with the rank order.
+
+    ``native`` holds XLA's route too, for the other platforms a program is
+    lowered for; ``xla`` takes the engine's rank order (shared with the
+    other measures of the kernel) as ``order``.
+    """
+    floating = (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64))
+    if jnp.dtype(lists.dtype) in floating and _native.applies():
+        return native(*operands)
+    return xla(*operands, order=lists.ranking.rank_order())
+
+
+def _layout(gains, above, tied, valid, k, order):
+    """The blocks and :class:`_preceding.Layout` of XLA's routes; the order formed if None."""
+    blocks = _ranking.TieBlocks(above, tied)
+    if order is None:
+        order = _ranking.block_order(blocks, valid)
+    per_row = jnp.broadcast_to(k, gains.shape[:-1])[..., None]
+    lay = _preceding.layout_of(order, blocks, valid, per_row, like=gains, dtype=gains.dtype)
+    return blocks, lay
 
 
 def _block_extreme(values, mask, blocks, reduce):
@@ -269,20 +288,12 @@ def gain_parts(lists: _kernel.RankedLists, k, *, gain, atoms=ATOMS):
     # them sorted, and the kernel then holds no sort (decision 0018).
     ideal = _dcg.sorted_ideal_gains(lists, gain)
     ideal_total = jnp.sum(ideal, axis=-1)
-    blocks = lists.ranking.blocks
-    operands = (
-        gains,
-        blocks.above,
-        blocks.tied,
-        jnp.broadcast_to(lists.valid, gains.shape),
-        _fit_to(ideal, lists.n),
-        jnp.asarray(k, jnp.int32),
+    found, pooled, cost_total = _by_route(
+        lists,
+        _operands(lists, gains, _fit_to(ideal, lists.n), k),
+        native=lambda *operands: _kernel_gain_sums(*operands, atoms),
+        xla=functools.partial(_xla_gain_sums, atoms=atoms),
     )
-    if dtype in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)) and _native.applies():
-        found, pooled, cost_total = _kernel_gain_sums(*operands, atoms)
-    else:
-        order = lists.ranking.rank_order()
-        found, pooled, cost_total = _xla_gain_sums(*operands, order=order, atoms=atoms)
     # The slack is a difference of two sums of gains, each rounded by the
     # dtype: past 2 / eps (2**53 in float64, 2**24 in float32) their rounding
     # exceeds the costs of 1 that the slack counts, and a term's discount is
@@ -321,11 +332,7 @@ def _xla_gain_sums(gains, above, tied, valid, ideal, k, *, order, atoms):
     gains, one list at a time (a tie between two graded items in a large
     batch then costs one list's work, not the batch's).
     """
-    ranking_blocks = _ranking.TieBlocks(above, tied)
-    if order is None:
-        order = _ranking.block_order(ranking_blocks, valid)
-    per_row = jnp.broadcast_to(k, gains.shape[:-1])[..., None]
-    lay = _preceding.layout_of(order, ranking_blocks, valid, per_row, like=gains, dtype=gains.dtype)
+    ranking_blocks, lay = _layout(gains, above, tied, valid, k, order)
     cost = jnp.cumsum(jnp.maximum(ideal, 1), axis=-1)
     nonzero = gains != 0
     gain_above, _ = _ranking.block_totals(gains, ranking_blocks)
