@@ -912,6 +912,7 @@ def console() -> None:
         if "pandas" not in sys.modules:
             sys.meta_path.insert(0, _startup.WithoutPandas())
         _startup.keep_scratch_memory()
+        _startup.pause_garbage_collection()
         # A Ctrl-C that a finaliser swallowed while the modules imported.
         _interrupt.raise_if_interrupted()
         _startup.load_in_background()
