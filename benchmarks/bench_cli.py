@@ -23,7 +23,9 @@ one after the other, and records its wall time and peak resident memory
 
 The workloads are a 1,500 × 1,000 run (TREC depth), the same with every
 query's documents its own (``trec-distinct``: 1.5 million distinct docnos, as
-in a real run, where the others reuse 16 queries' documents), a 10,000 ×
+in a real run, where the others reuse 16 queries' documents), the same with
+scores of two decimals in [0, 1) (``trec-two-decimals``: ties of about ten
+documents, which trec_eval and ``--ignore-ties`` break by docno), a 10,000 ×
 1,000 run (ten million lines) and a 1,000-line run. The six measures are NDCG@10,
 NDCG, reciprocal rank, MAP, P@10 and recall@100. Every ratio is the other
 tool's time over lodestar's: above 1, lodestar is faster. Absolute times on
@@ -54,6 +56,7 @@ PRIMED = ("lodestar --ignore-ties, warm", ALL_TREC)
 WORKLOADS = {
     "trec": (1_500, 1_000),
     "trec-distinct": (1_500, 1_000),
+    "trec-two-decimals": (1_500, 1_000),
     "large": (10_000, 1_000),
     "small": (10, 100),
 }
@@ -62,25 +65,34 @@ WORKLOADS = {
 # the readers and joins of every tool must hash and (with trec_eval's order of
 # ties) sort.
 DISTINCT_DOCNOS = {"trec-distinct"}
+# A heavily tied run: scores in [0, 1) with two decimals, so that each query's
+# 1,000 documents share 100 scores (ties of about ten), as a run whose scores
+# were rounded does. trec_eval breaks such ties by docno, and so must
+# lodestar with --ignore-ties.
+TWO_DECIMALS = {"trec-two-decimals"}
 
 
-def write_files(directory, queries, depth, judged, seed=0, *, distinct_docnos=False):
+def write_files(
+    directory, queries, depth, judged, seed=0, *, distinct_docnos=False, two_decimals=False
+):
     """A run and qrels: 16 distinct query blocks, reused under other query ids.
 
     Scores have three decimals in [0, 1000), so some documents tie, as in real
-    runs; a tenth of each query's documents is judged on a 0–3 scale. With
+    runs (with ``two_decimals``, two decimals in [0, 1), so that most do); a
+    tenth of each query's documents is judged on a 0–3 scale. With
     ``distinct_docnos`` each query's docnos carry its id, so that no two
     queries share a document.
     """
     rng = np.random.default_rng(seed)
     blocks, judgments = [], []
+    scale, decimals = (1, 2) if two_decimals else (1000, 3)
     for _ in range(16):
         docnos = rng.choice(10**8, size=depth, replace=False)
-        scores = np.round(rng.random(depth) * 1000, 3)
+        scores = np.round(rng.random(depth) * scale, decimals)
         order = np.argsort(-scores, kind="stable")
         blocks.append(
             [
-                f"Q0 doc{docnos[i]:08d} {rank + 1} {scores[i]:.3f} bench".encode()
+                f"Q0 doc{docnos[i]:08d} {rank + 1} {scores[i]:.{decimals}f} bench".encode()
                 for rank, i in enumerate(order)
             ]
         )
@@ -205,7 +217,12 @@ def tools(args, qrels, run, cache):
 
 def run_workload(name, queries, depth, args, directory):
     qrels, run = write_files(
-        directory, queries, depth, max(1, depth // 10), distinct_docnos=name in DISTINCT_DOCNOS
+        directory,
+        queries,
+        depth,
+        max(1, depth // 10),
+        distinct_docnos=name in DISTINCT_DOCNOS,
+        two_decimals=name in TWO_DECIMALS,
     )
     lines = queries * depth
     cache = os.path.join(directory, f"cache-{name}")
@@ -260,8 +277,8 @@ def main(argv=None):
         "--workloads",
         nargs="+",
         choices=list(WORKLOADS),
-        default=["small", "trec", "trec-distinct", "large"],
-        help="which workloads (default: all four)",
+        default=["small", "trec", "trec-distinct", "trec-two-decimals", "large"],
+        help="which workloads (default: all five)",
     )
     parser.add_argument("--trec-eval", metavar="BINARY", help="trec_eval's binary")
     parser.add_argument(
