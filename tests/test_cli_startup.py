@@ -50,25 +50,35 @@ sys.meta_path.insert(0, Recorder())
 '''
 
 
-def _run(tmp_path, arguments, *, delay):
+def _program(tmp_path, hook, arguments, **variables):
+    """``python -m lodestar ARGUMENTS`` with ``hook`` as its sitecustomize and a cache of its own."""
     hooks = tmp_path / "hooks"
     hooks.mkdir(exist_ok=True)
-    (hooks / "sitecustomize.py").write_text(RECORDER)
-    log = tmp_path / "imports.log"
-    log.unlink(missing_ok=True)
+    (hooks / "sitecustomize.py").write_text(hook)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")]),
-        "LODESTAR_TEST_IMPORT_LOG": str(log),
-        "LODESTAR_TEST_JAX_DELAY": str(delay),
         "LODESTAR_COMPILATION_CACHE": str(tmp_path / "cache"),
+        **variables,
     }
-    completed = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "lodestar", *arguments],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
+    )
+
+
+def _run(tmp_path, arguments, *, delay):
+    log = tmp_path / "imports.log"
+    log.unlink(missing_ok=True)
+    completed = _program(
+        tmp_path,
+        RECORDER,
+        arguments,
+        LODESTAR_TEST_IMPORT_LOG=str(log),
+        LODESTAR_TEST_JAX_DELAY=str(delay),
     )
     records = [line.split("\t") for line in log.read_text().splitlines()]
     return completed, records
@@ -325,23 +335,9 @@ def test_the_program_starts_without_collecting_garbage_and_collects_it_while_eva
     # hundred young ones, 0.14-0.2 s of a TREC-depth evaluation, for a few
     # hundred objects of garbage. The collector is paused until JAX is
     # loaded, then resumed with start-up's objects set aside.
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(COLLECTOR_STATES)
     log = tmp_path / "collector"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(hooks), os.environ.get("PYTHONPATH", "")]),
-        "LODESTAR_TEST_GC_LOG": str(log),
-        "LODESTAR_COMPILATION_CACHE": str(tmp_path / "cache"),
-    }
-    completed = subprocess.run(
-        [sys.executable, "-m", "lodestar", "evaluate", *EXAMPLE, "-m", "P@2"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    arguments = ["evaluate", *EXAMPLE, "-m", "P@2"]
+    completed = _program(tmp_path, COLLECTOR_STATES, arguments, LODESTAR_TEST_GC_LOG=str(log))
     assert completed.returncode == 0, completed.stderr
     while_loading, enabled_at_end, frozen = log.read_text().rsplit(" ", 2)
     assert (while_loading, enabled_at_end, frozen) == ("[False]", "True", "True")
