@@ -230,6 +230,22 @@ def _handles_ctrl_c(pid):
     return bool(int(caught.split()[1], 16) >> (signal.SIGALRM - 1) & 1)
 
 
+def _latest_moment_ms(args) -> int:
+    """The latest Ctrl-C moment for command ``args``: 3 s, or 60% of its time if it ends sooner.
+
+    The command runs once, to its end, with nothing sent; a cold process
+    that compiles, as every try is, and ends well past the moment even on a
+    faster run than this one.
+    """
+    started = time.monotonic()
+    process = program(*args, stdout=subprocess.DEVNULL)
+    _, err = process.communicate()
+    assert process.returncode == 0, err.decode(errors="replace")
+    seconds = time.monotonic() - started
+    assert seconds > 1.7, f"{args[0]} ended after {seconds:.2f} s: too soon to interrupt it"
+    return min(3000, int(600 * seconds))
+
+
 def _interrupt_each(tries, at_once):
     """``(status, stderr, waited)`` for each ``(args, delay)``, ``at_once`` children at a time.
 
@@ -263,17 +279,23 @@ def _interrupt_each(tries, at_once):
 def test_ctrl_c_at_fifty_moments_of_a_trec_depth_run_exits_130_within_a_second(
     trec_depth_runs,
 ):
-    # Both commands run far past the latest moment (3 s): each Ctrl-C must
-    # interrupt, whether it lands in an import, reading, compiling, evaluating
-    # or testing. The seed is in a failure's message, to replay it.
+    # Each Ctrl-C must interrupt, whether it lands in an import, reading,
+    # compiling, evaluating or testing. So each command's moments stop well
+    # before the command would end by itself, timed here once without a
+    # Ctrl-C (compare took 2.8 s, evaluate tens of seconds): a moment past
+    # the end would find the program gone. The seed is in a failure's
+    # message, to replay it.
     qrels, first, second = trec_depth_runs
     commands = (
         ["evaluate", qrels, first, "-m", "all_trec", "--trec-eval"],
         ["compare", qrels, first, second],
     )
+    latest = [_latest_moment_ms(args) for args in commands]
     seed = random.randrange(2**32)
-    moments = random.Random(seed).choices(range(50, 3001), k=CTRL_C_TRIES)
-    tries = [(commands[i % 2], moment / 1000) for i, moment in enumerate(moments)]
+    draw = random.Random(seed)
+    tries = [
+        (commands[i % 2], draw.randrange(50, latest[i % 2] + 1) / 1000) for i in range(CTRL_C_TRIES)
+    ]
     outcomes = _interrupt_each(tries, CTRL_C_AT_THE_SAME_TIME)
     # A try that ended right but past the second is tried once more at the
     # same moment, and fails only if it is late again: the test's other

@@ -33,11 +33,17 @@ def _average_precision(lists: _kernel.RankedLists, k):
 
 
 def _trec_eval_average_precision(lists: _kernel.RankedLists, relevant, k):
-    """AP in m_map.c's order: each relevant item's precision added in rank order, over R."""
-    ranked = _kernel.ranked_in_cut(lists, relevant.astype(lists.dtype), k)
+    """AP in m_map.c's order: each relevant item's precision added in rank order, over R.
+
+    The sum at ``k`` is the running total after ``k`` ranks: nothing before
+    that point depends on ``k``, so XLA computes it once for map and all of
+    map_cut's cut-offs (outside their loop) instead of once per cut-off.
+    """
+    ranked = _kernel.ranked_in_cut(lists, relevant.astype(lists.dtype), lists.n)
     positions = jnp.arange(1, lists.n + 1, dtype=lists.dtype)
     precisions = _kernel.ratio_or_zero(jnp.cumsum(ranked, axis=-1), positions)
-    found = _kernel.sum_in_order(jnp.where(ranked > 0, precisions, 0))
+    running = _kernel.running_sums_in_order(jnp.where(ranked > 0, precisions, 0))
+    found = _kernel.running_sum_at(running, k)
     return _kernel.ratio_or_zero(found, lists.relevant_total(relevant))
 
 

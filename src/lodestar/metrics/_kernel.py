@@ -260,6 +260,39 @@ def sum_in_order(terms: jax.Array) -> jax.Array:
     )
 
 
+def running_sums_in_order(terms: jax.Array) -> jax.Array:
+    """Every running total of :func:`sum_in_order`: ``(..., n)``, each the previous plus one term.
+
+    The total after ``k`` terms is bitwise :func:`sum_in_order` of the terms
+    with those from ``k`` on set to zero (adding zero leaves a sum of
+    non-negative terms as it is), so one pass serves every cut-off
+    (:func:`running_sum_at`).
+    """
+    start = jnp.zeros(terms.shape[:-1], terms.dtype)
+
+    def add(total, term):
+        total = total + term
+        return total, total
+
+    _, running = lax.scan(add, start, jnp.moveaxis(terms, -1, 0))
+    return jnp.moveaxis(running, 0, -1)
+
+
+def running_sum_at(running: jax.Array, k) -> jax.Array:
+    """The running total after the first ``k`` terms: 0 for ``k`` <= 0, the whole sum past the end.
+
+    Args:
+      running: ``(..., n)`` from :func:`running_sums_in_order`.
+      k: A cut-off, static or traced, for every list.
+    """
+    n = running.shape[-1]
+    if n == 0:
+        return jnp.zeros(running.shape[:-1], running.dtype)
+    k = jnp.asarray(k)
+    total = jnp.take(running, jnp.clip(k - 1, 0, n - 1), axis=-1)
+    return jnp.where(k > 0, total, 0)
+
+
 def ranked_in_cut(lists: RankedLists, values: jax.Array, k) -> jax.Array:
     """``values`` in rank order, 0 from position ``k`` on and on padding.
 
