@@ -248,10 +248,9 @@ def test_memory_a_thread_freed_goes_back_to_the_system():
     # XLA frees the temporaries of loading a kept kernel (34 MB for -m
     # all_trec) in the loader thread's arena, where glibc kept them to the
     # end under the program's thresholds: 13% of a TREC-depth run's peak.
-    env = {
-        k: v for k, v in os.environ.items() if k not in ("MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
-    }
-    env.pop("MALLOC_MMAP_THRESHOLD_", None)
+    from lodestar import _startup
+
+    env = {k: v for k, v in os.environ.items() if k not in _startup._ALLOCATOR_VARIABLES}
     completed = subprocess.run(
         [sys.executable, "-c", FREED_BY_A_THREAD], capture_output=True, text=True, env=env
     )
